@@ -1,0 +1,178 @@
+//! Injected time.
+//!
+//! Every mechanism reads time through [`Clock`], so tests drive a [`ManualClock`] and assert
+//! exact schedules without sleeping. "Now" is kept apart from "wait": waiting goes through the
+//! sleepers in [`crate::sleep`].
+//!
+//! ```
+//! use resilience_core::clock::{Clock, ManualClock};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new();
+//! let other_handle = clock.clone(); // clones share one timeline
+//! clock.advance(Duration::from_secs(5));
+//! assert_eq!(other_handle.now(), Duration::from_secs(5));
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A source of time.
+///
+/// `now` is monotonic time since an arbitrary origin fixed when the clock was made;
+/// `unix_time` is wall-clock time since the Unix epoch, used only to read headers such as
+/// `x-ratelimit-reset` that are given in epoch seconds.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// Monotonic time elapsed since this clock's origin. Never goes backwards.
+    fn now(&self) -> Duration;
+
+    /// Wall-clock time since the Unix epoch.
+    fn unix_time(&self) -> Duration;
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    #[inline]
+    fn now(&self) -> Duration {
+        (**self).now()
+    }
+    #[inline]
+    fn unix_time(&self) -> Duration {
+        (**self).unix_time()
+    }
+}
+
+/// The real clock: `std::time::Instant` for `now`, `SystemTime` for `unix_time`.
+#[derive(Debug, Clone, Copy)]
+pub struct MonotonicClock {
+    origin: Instant,
+}
+
+impl MonotonicClock {
+    /// A clock whose origin is the moment of this call.
+    pub fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    #[inline]
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn unix_time(&self) -> Duration {
+        // A clock set before 1970 is a broken host; report the epoch rather than panic.
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+    }
+}
+
+/// A clock that moves only when told to. Clones share one timeline.
+///
+/// `unix_time` is `unix_origin + now`, so header arithmetic stays consistent with `now`.
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+struct ManualInner {
+    nanos: AtomicU64,
+    unix_origin: Duration,
+}
+
+impl ManualClock {
+    /// A manual clock at time zero whose wall clock starts at 2026-01-01T00:00:00Z.
+    pub fn new() -> Self {
+        Self::with_unix_origin(Duration::from_secs(1_767_225_600))
+    }
+
+    /// A manual clock at time zero whose wall clock starts at `unix_origin` after the epoch.
+    pub fn with_unix_origin(unix_origin: Duration) -> Self {
+        Self {
+            inner: Arc::new(ManualInner {
+                nanos: AtomicU64::new(0),
+                unix_origin,
+            }),
+        }
+    }
+
+    /// Moves time forward by `by` (saturating at about 584 years).
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .inner
+            .nanos
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(by))
+            });
+    }
+
+    /// Sets the time to `to` if that is later than now; time never goes backwards.
+    pub fn advance_to(&self, to: Duration) {
+        let to = u64::try_from(to.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.nanos.fetch_max(to, Ordering::AcqRel);
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("now", &self.now())
+            .finish()
+    }
+}
+
+impl Clock for ManualClock {
+    #[inline]
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.inner.nanos.load(Ordering::Acquire))
+    }
+
+    fn unix_time(&self) -> Duration {
+        self.inner.unix_origin + self.now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_clones_share_time_and_never_go_back() {
+        let a = ManualClock::new();
+        let b = a.clone();
+        a.advance(Duration::from_millis(1500));
+        assert_eq!(b.now(), Duration::from_millis(1500));
+        b.advance_to(Duration::from_secs(1));
+        assert_eq!(a.now(), Duration::from_millis(1500));
+        b.advance_to(Duration::from_secs(3));
+        assert_eq!(a.now(), Duration::from_secs(3));
+        assert_eq!(a.unix_time(), Duration::from_secs(1_767_225_603));
+    }
+
+    #[test]
+    fn monotonic_clock_moves_forward() {
+        let c = MonotonicClock::new();
+        let t1 = c.now();
+        let t2 = c.now();
+        assert!(t2 >= t1);
+        assert!(c.unix_time() > Duration::from_secs(1_700_000_000));
+    }
+}
