@@ -17,6 +17,7 @@
 mod call;
 mod classify;
 mod deadline;
+mod driver;
 mod events;
 mod guard;
 mod idempotency;
@@ -25,6 +26,7 @@ mod policy;
 
 pub use call::Call;
 pub use classify::{AllTransient, ByHint, Classifier, ErrorClass, RetryHint};
+pub use driver::{AsyncLoop, SyncLoop};
 pub use guard::{ServiceGuard, ServiceGuardBuilder};
 pub use idempotency::{Idempotency, Idempotent, NotIdempotent, RetrySafe};
 pub use policy::RetryPolicy;
