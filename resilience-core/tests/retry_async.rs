@@ -78,7 +78,11 @@ async fn r6_async_nested_call_runs_once_across_awaits() {
         })
         .await;
     assert!(out.is_err());
-    assert_eq!(inner_calls.load(Ordering::SeqCst), 3, "once per outer attempt, not 9");
+    assert_eq!(
+        inner_calls.load(Ordering::SeqCst),
+        3,
+        "once per outer attempt, not 9"
+    );
     assert!(inner.sleeper.delays().is_empty());
     assert_eq!(current_depth(), 0);
 }
@@ -115,7 +119,9 @@ async fn r6_spawned_task_starts_at_depth_zero_unless_propagated() {
             let d = d.clone();
             async move {
                 let plain = tokio::spawn(async { current_depth() }).await.unwrap();
-                let carried = tokio::spawn(propagate(async { current_depth() })).await.unwrap();
+                let carried = tokio::spawn(propagate(async { current_depth() }))
+                    .await
+                    .unwrap();
                 d.lock().push((current_depth(), plain, carried));
                 Ok(())
             }
@@ -158,14 +164,20 @@ async fn r7_in_flight_async_attempt_is_cancelled_at_the_deadline() {
     };
     let (out, ()) = tokio::join!(call, time_passes);
     match out {
-        Err(TestError::Framework(ResilienceError::TotalTimeout { attempts, elapsed, .. })) => {
+        Err(TestError::Framework(ResilienceError::TotalTimeout {
+            attempts, elapsed, ..
+        })) => {
             assert_eq!(attempts, 1);
             assert_eq!(elapsed, secs(30.0));
         }
         other => panic!("expected TotalTimeout, got {other:?}"),
     }
     assert_eq!(started.load(Ordering::SeqCst), 1);
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the in-flight attempt was dropped");
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the in-flight attempt was dropped"
+    );
 }
 
 #[tokio::test]

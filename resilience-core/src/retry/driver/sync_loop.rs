@@ -41,8 +41,10 @@ impl<'a, C> SyncLoop<'a, C> {
         let depth = current_depth();
         let mut state = LoopState::new(call, depth);
         if state.may_retry {
-            // The deadline counts the first attempt's own (blocking) time, so read it now.
-            state.start();
+            // The deadline counts the first attempt's own (blocking) time, so stamp it now,
+            // with the coarse clock: milliseconds of slack on a deadline of seconds, and a
+            // third of the cost... of the whole success-path budget.
+            state.start = Some(state.guard.clock.now_coarse());
         }
         Self {
             state,
