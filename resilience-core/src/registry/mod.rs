@@ -119,27 +119,30 @@ impl Registry {
         names
     }
 
-    /// Replaces the policy source. Services already built get a fresh guard with the new
-    /// retry policy; a service whose breaker settings did not change keeps its breaker and
-    /// state. Call-site caches see the change through [`generation`](Self::generation).
-    pub fn reload(&self, source: impl PolicySource) {
+    /// Replaces the policy source. Retry policies of services already built change in place
+    /// (every holder of their guard sees it on its next call). A breaker keeps its settings
+    /// and state: the names of services whose new breaker settings differ are returned, as
+    /// those settings take effect only for a new registry (at restart).
+    pub fn reload(&self, source: impl PolicySource) -> Vec<Arc<str>> {
         let source: Arc<dyn PolicySource> = Arc::new(source);
-        let mut services = self.services.lock();
-        for (name, guard) in services.iter_mut() {
+        let services = self.services.lock();
+        let mut breaker_changed = Vec::new();
+        for (name, guard) in services.iter() {
             let policy = source.policy(name);
+            guard.set_policy(policy.retry);
             let same_breaker = match (guard.breaker(), policy.breaker) {
                 (Some(b), Some(cfg)) => *b.config() == cfg,
                 (None, None) => true,
                 _ => false,
             };
-            *guard = Arc::new(if same_breaker {
-                guard.with_policy(policy.retry)
-            } else {
-                self.build_guard(name, &policy)
-            });
+            if !same_breaker {
+                breaker_changed.push(name.clone());
+            }
         }
         *self.source.lock() = source;
         self.generation.fetch_add(1, Ordering::Release);
+        breaker_changed.sort();
+        breaker_changed
     }
 
     /// Changes on every [`reload`](Self::reload).

@@ -76,13 +76,20 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         self
     }
 
-    /// Whether this call may retry, given the nesting depth it starts at.
+    /// `None` if this call may retry, given the nesting depth it starts at; otherwise why not
+    /// (for the log).
     #[inline]
-    pub(super) fn may_retry(&self, depth: u32) -> bool {
-        let policy = &self.guard.policy;
-        depth == 0
-            && policy.max_attempts() > 1
-            && (I::IDEMPOTENT || !policy.retry_on_idempotent_only())
+    pub(super) fn no_retry_reason(&self, depth: u32) -> Option<&'static str> {
+        let (max_attempts, idempotent_only) = self.guard.policy.gate();
+        if depth > 0 {
+            Some("nested")
+        } else if !I::IDEMPOTENT && idempotent_only {
+            Some("not_idempotent")
+        } else if max_attempts <= 1 {
+            Some("single_attempt_policy")
+        } else {
+            None
+        }
     }
 
     /// A sync loop driver: call [`SyncLoop::step`] until it breaks. Raises the nesting depth

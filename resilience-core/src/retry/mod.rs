@@ -23,6 +23,7 @@ mod guard;
 mod idempotency;
 pub mod nesting;
 mod policy;
+mod policy_cell;
 
 pub use call::Call;
 pub use classify::{AllTransient, ByHint, Classifier, ErrorClass, RetryHint};

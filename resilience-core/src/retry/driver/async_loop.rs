@@ -47,12 +47,13 @@ impl<'a, C> AsyncLoop<'a, C> {
         let attempt = AtDepth::new(self.inner_depth, attempt);
         let outcome = if self.state.may_retry {
             let guard = self.state.guard;
+            let total = self.state.total();
             WithDeadline::new(
                 attempt,
                 &*guard.clock,
                 &*guard.async_sleeper,
                 &mut self.state.start,
-                self.state.total,
+                total,
             )
             .await
         } else {

@@ -16,7 +16,9 @@ pub(super) struct LoopState<'a, C> {
     pub(super) operation: &'a str,
     pub(super) classifier: C,
     pub(super) may_retry: bool,
-    pub(super) total: Duration,
+    no_retry_reason: &'static str,
+    /// A per-call override of the policy's total timeout.
+    total_override: Option<Duration>,
     /// The attempt about to run or running, from 1.
     pub(super) attempt: u32,
     /// When the first attempt started, read lazily where the driver allows.
@@ -27,16 +29,14 @@ pub(super) struct LoopState<'a, C> {
 impl<'a, C> LoopState<'a, C> {
     #[inline]
     pub(super) fn new<I: Idempotency>(call: Call<'a, I, C>, depth: u32) -> Self {
-        let may_retry = call.may_retry(depth);
-        let total = call
-            .total_timeout
-            .unwrap_or_else(|| call.guard.policy.total_timeout());
+        let reason = call.no_retry_reason(depth);
         Self {
             guard: call.guard,
             operation: call.operation,
             classifier: call.classifier,
-            may_retry,
-            total,
+            may_retry: reason.is_none(),
+            no_retry_reason: reason.unwrap_or(""),
+            total_override: call.total_timeout,
             attempt: 1,
             start: None,
             rng: None,
@@ -49,6 +49,12 @@ impl<'a, C> LoopState<'a, C> {
             None => Ok(None),
             Some(b) => b.acquire().map(Some),
         }
+    }
+
+    /// The total timeout in force (read only off the success path).
+    pub(super) fn total(&self) -> Duration {
+        self.total_override
+            .unwrap_or_else(|| self.guard.policy.get().total_timeout())
     }
 
     pub(super) fn start(&mut self) -> Duration {
@@ -70,7 +76,7 @@ impl<'a, C> LoopState<'a, C> {
     {
         let (service, op, attempt) = (&*self.guard.service, self.operation, self.attempt);
         if !self.may_retry {
-            events::giving_up(service, op, attempt, error, "not_retryable");
+            events::giving_up(service, op, attempt, error, self.no_retry_reason);
             return None;
         }
         let hint = match self.classifier.classify(error) {
@@ -81,7 +87,8 @@ impl<'a, C> LoopState<'a, C> {
             ErrorClass::Transient => None,
             ErrorClass::RetryAfter(d) => Some(d),
         };
-        if attempt >= self.guard.policy.max_attempts() {
+        let policy = self.guard.policy.get();
+        if attempt >= policy.max_attempts() {
             events::giving_up(service, op, attempt, error, "attempts_exhausted");
             return None;
         }
@@ -89,10 +96,11 @@ impl<'a, C> LoopState<'a, C> {
         let rng = self
             .rng
             .get_or_insert_with(|| seed.map_or_else(JitterRng::new, JitterRng::seeded));
-        let backoff = self.guard.policy.backoff().delay(attempt, rng);
+        let backoff = policy.backoff().delay(attempt, rng);
         // A server's Retry-After is a floor on the wait (R12); the total timeout caps both.
         let delay = hint.map_or(backoff, |h| h.max(backoff));
-        if self.elapsed().saturating_add(delay) >= self.total {
+        let total = self.total_override.unwrap_or(policy.total_timeout());
+        if self.elapsed().saturating_add(delay) >= total {
             events::giving_up(service, op, attempt, error, "total_timeout");
             return None;
         }
