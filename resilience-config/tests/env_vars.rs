@@ -2,9 +2,7 @@
 
 mod support;
 
-use resilience_config::{
-    CodeDeclared, Config, DiagnosticKind, GlobalKey, Source, DEFAULT_PREFIX,
-};
+use resilience_config::{CodeDeclared, Config, DiagnosticKind, GlobalKey, Source, DEFAULT_PREFIX};
 use resilience_core::backoff::BackoffStrategy;
 use support::{capture, config, env, warnings};
 
@@ -15,11 +13,31 @@ fn c1_keys_env_vars_and_defaults_match_the_seed_table() {
         ("retry_base_delay", "CLEVERAGENTS_RETRY_BASE_DELAY", "1.0"),
         ("retry_max_delay", "CLEVERAGENTS_RETRY_MAX_DELAY", "60.0"),
         ("retry_jitter", "CLEVERAGENTS_RETRY_JITTER", "true"),
-        ("retry_backoff_strategy", "CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "exponential"),
-        ("circuit_breaker_failure_threshold", "CLEVERAGENTS_CB_FAILURE_THRESHOLD", "5"),
-        ("circuit_breaker_recovery_timeout", "CLEVERAGENTS_CB_RECOVERY_TIMEOUT", "60.0"),
-        ("circuit_breaker_cooldown", "CLEVERAGENTS_CB_COOLDOWN", "30.0"),
-        ("retry_service_overrides", "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES", "{}"),
+        (
+            "retry_backoff_strategy",
+            "CLEVERAGENTS_RETRY_BACKOFF_STRATEGY",
+            "exponential",
+        ),
+        (
+            "circuit_breaker_failure_threshold",
+            "CLEVERAGENTS_CB_FAILURE_THRESHOLD",
+            "5",
+        ),
+        (
+            "circuit_breaker_recovery_timeout",
+            "CLEVERAGENTS_CB_RECOVERY_TIMEOUT",
+            "60.0",
+        ),
+        (
+            "circuit_breaker_cooldown",
+            "CLEVERAGENTS_CB_COOLDOWN",
+            "30.0",
+        ),
+        (
+            "retry_service_overrides",
+            "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES",
+            "{}",
+        ),
     ];
     let actual: Vec<_> = GlobalKey::ALL
         .iter()
@@ -37,8 +55,14 @@ fn c1_unset_globals_report_the_seed_defaults_as_built_in() {
     assert_eq!((g.max_delay.value, g.max_delay.source), (60.0, b));
     assert_eq!((g.jitter.value, g.jitter.source), (true, b));
     assert_eq!(g.backoff_strategy.value, BackoffStrategy::Exponential);
-    assert_eq!((g.failure_threshold.value, g.failure_threshold.source), (5, b));
-    assert_eq!((g.recovery_timeout.value, g.recovery_timeout.source), (60.0, b));
+    assert_eq!(
+        (g.failure_threshold.value, g.failure_threshold.source),
+        (5, b)
+    );
+    assert_eq!(
+        (g.recovery_timeout.value, g.recovery_timeout.source),
+        (60.0, b)
+    );
     assert_eq!((g.cooldown.value, g.cooldown.source), (30.0, b));
     // Overrides default `{}`: no service beyond the built-in 11, nothing reported.
     assert_eq!(Config::default().service_names().len(), 11);
@@ -71,7 +95,10 @@ fn c1_every_global_variable_is_read_and_applied() {
         s.max_attempts.source,
         Source::Env("CLEVERAGENTS_RETRY_MAX_ATTEMPTS")
     );
-    assert_eq!(s.cooldown_seconds.source, Source::Env("CLEVERAGENTS_CB_COOLDOWN"));
+    assert_eq!(
+        s.cooldown_seconds.source,
+        Source::Env("CLEVERAGENTS_CB_COOLDOWN")
+    );
 }
 
 #[test]
@@ -155,13 +182,19 @@ fn c1_the_prefix_is_configurable() {
     let vars = env(&[
         ("MYAPP_RETRY_MAX_ATTEMPTS", "9"),
         ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "2"),
-        ("MYAPP_RETRY_SERVICE_OVERRIDES", r#"{"x": {"retry": {"jitter": false}}}"#),
+        (
+            "MYAPP_RETRY_SERVICE_OVERRIDES",
+            r#"{"x": {"retry": {"jitter": false}}}"#,
+        ),
     ]);
     let c = Config::with_prefix("MYAPP", &vars);
     assert_eq!(c.prefix(), "MYAPP");
     let s = c.resolve("x", &CodeDeclared::EMPTY);
     assert_eq!(s.max_attempts.value, 9);
-    assert_eq!(s.max_attempts.source, Source::Env("MYAPP_RETRY_MAX_ATTEMPTS"));
+    assert_eq!(
+        s.max_attempts.source,
+        Source::Env("MYAPP_RETRY_MAX_ATTEMPTS")
+    );
     assert_eq!((s.jitter.value, s.jitter.source), (false, Source::Json));
     // The default prefix still reads its own variables.
     assert_eq!(Config::from_source(&vars).globals().max_attempts.value, 2);
@@ -181,5 +214,7 @@ fn c1_misspelt_prefixed_variables_are_reported_with_a_suggestion() {
         .iter()
         .find(|d| d.env_var() == "CLEVERAGENTS_RETRY_MAX_ATEMPTS")
         .expect("typo reported");
-    assert!(typo.message().contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS"));
+    assert!(typo
+        .message()
+        .contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS"));
 }

@@ -15,8 +15,14 @@ fn c2_the_seed_example_applies_per_service() {
     let c = with_overrides(SEED_EXAMPLE);
     assert!(c.diagnostics().is_empty(), "{:?}", c.diagnostics());
     let plan = resolve(&c, "plan_service");
-    assert_eq!((plan.max_attempts.value, plan.max_attempts.source), (5, Source::Json));
-    assert_eq!((plan.base_delay.value, plan.base_delay.source), (2.0, Source::Json));
+    assert_eq!(
+        (plan.max_attempts.value, plan.max_attempts.source),
+        (5, Source::Json)
+    );
+    assert_eq!(
+        (plan.base_delay.value, plan.base_delay.source),
+        (2.0, Source::Json)
+    );
     assert_eq!(
         (plan.failure_threshold.value, plan.failure_threshold.source),
         (3, Source::Json)
@@ -32,9 +38,15 @@ fn c2_the_seed_example_applies_per_service() {
     );
     // Policies build with those values.
     assert_eq!(plan.retry_policy().unwrap().max_attempts(), 5);
-    assert_eq!(plan.breaker_config().unwrap().unwrap().failure_threshold(), 3);
+    assert_eq!(
+        plan.breaker_config().unwrap().unwrap().failure_threshold(),
+        3
+    );
     // Another service is untouched.
-    assert_eq!(resolve(&c, "trace_service"), resolve(&Config::default(), "trace_service"));
+    assert_eq!(
+        resolve(&c, "trace_service"),
+        resolve(&Config::default(), "trace_service")
+    );
 }
 
 #[test]
@@ -58,7 +70,10 @@ fn c2_every_retry_and_breaker_key_is_accepted() {
     assert_eq!(r.backoff().strategy(), BackoffStrategy::Fixed);
     let b = s.breaker_config().unwrap().unwrap();
     assert_eq!((b.failure_threshold(), b.half_open_max_successes()), (9, 3));
-    assert_eq!((b.recovery_timeout().as_secs(), b.cooldown().as_secs()), (8, 7));
+    assert_eq!(
+        (b.recovery_timeout().as_secs(), b.cooldown().as_secs()),
+        (8, 7)
+    );
 }
 
 /// C4: `cooldown_seconds` and `half_open_max_successes` are per-service JSON keys; the latter
@@ -72,13 +87,19 @@ fn c4_cooldown_and_half_open_probes_are_set_per_service_through_json() {
             r#"{"plan_service": {"circuit_breaker": {"cooldown_seconds": 2.5, "half_open_max_successes": 3}}}"#,
         ),
     ]);
-    let plan = resolve(&c, "plan_service").breaker_config().unwrap().unwrap();
+    let plan = resolve(&c, "plan_service")
+        .breaker_config()
+        .unwrap()
+        .unwrap();
     assert_eq!(plan.half_open_max_successes(), 3);
     assert_eq!(plan.cooldown().as_secs_f64(), 2.5);
     // The would-be env var changed nothing for anyone else (and was reported as unknown).
     let other = resolve(&c, "trace_service");
     assert_eq!(
-        (other.half_open_max_successes.value, other.half_open_max_successes.source),
+        (
+            other.half_open_max_successes.value,
+            other.half_open_max_successes.source
+        ),
         (1, Source::BuiltIn)
     );
     assert_eq!(other.cooldown_seconds.value, 30.0);
@@ -94,7 +115,10 @@ fn c5_enabled_false_means_no_breaker_at_all() {
     let s = resolve(&c, "trace_service");
     assert_eq!((s.enabled.value, s.enabled.source), (false, Source::Json));
     assert_eq!(s.breaker_config(), Ok(None));
-    assert!(resolve(&c, "plan_service").breaker_config().unwrap().is_some());
+    assert!(resolve(&c, "plan_service")
+        .breaker_config()
+        .unwrap()
+        .is_some());
 }
 
 #[test]
@@ -122,7 +146,10 @@ fn c6_the_limit_counts_characters_not_bytes() {
     let json = format!(r#"{{"{name}": {{}}}}"#);
     assert!(json.len() > MAX_OVERRIDES_LEN && json.chars().count() < MAX_OVERRIDES_LEN);
     let c = with_overrides(&json);
-    assert!(c.diagnostics().iter().all(|d| d.kind() != DiagnosticKind::TooLong));
+    assert!(c
+        .diagnostics()
+        .iter()
+        .all(|d| d.kind() != DiagnosticKind::TooLong));
 }
 
 #[test]
@@ -137,7 +164,10 @@ fn c7_a_service_name_key_is_ignored() {
     assert!(warnings(&events).is_empty());
     assert_eq!(resolve(&c, "plan_service").max_attempts.value, 4);
     // It did not redirect the override to the named service.
-    assert_eq!(resolve(&c, "trace_service").max_attempts.source, Source::BuiltIn);
+    assert_eq!(
+        resolve(&c, "trace_service").max_attempts.source,
+        Source::BuiltIn
+    );
 }
 
 #[test]
@@ -164,18 +194,42 @@ fn c8_an_invalid_override_is_skipped_whole_and_the_others_still_apply() {
 #[test]
 fn c8_each_kind_of_invalid_value_skips_the_override_and_names_the_path() {
     let cases = [
-        (r#"{"retry": {"max_attempts": 3.5}}"#, "s.retry.max_attempts"),
-        (r#"{"retry": {"max_attempts": "5"}}"#, "s.retry.max_attempts"),
+        (
+            r#"{"retry": {"max_attempts": 3.5}}"#,
+            "s.retry.max_attempts",
+        ),
+        (
+            r#"{"retry": {"max_attempts": "5"}}"#,
+            "s.retry.max_attempts",
+        ),
         (r#"{"retry": {"base_delay": -1}}"#, "s.retry.base_delay"),
         (r#"{"retry": {"max_delay": null}}"#, "s.retry.max_delay"),
         (r#"{"retry": {"jitter": "yes"}}"#, "s.retry.jitter"),
-        (r#"{"retry": {"backoff_strategy": "fibonacci"}}"#, "s.retry.backoff_strategy"),
-        (r#"{"retry": {"total_timeout": 0}}"#, "s.retry.total_timeout"),
+        (
+            r#"{"retry": {"backoff_strategy": "fibonacci"}}"#,
+            "s.retry.backoff_strategy",
+        ),
+        (
+            r#"{"retry": {"total_timeout": 0}}"#,
+            "s.retry.total_timeout",
+        ),
         (r#"{"retry": 5}"#, "s.retry"),
-        (r#"{"circuit_breaker": {"failure_threshold": 0}}"#, "s.circuit_breaker.failure_threshold"),
-        (r#"{"circuit_breaker": {"half_open_max_successes": 0}}"#, "s.circuit_breaker.half_open_max_successes"),
-        (r#"{"circuit_breaker": {"cooldown_seconds": "30"}}"#, "s.circuit_breaker.cooldown_seconds"),
-        (r#"{"circuit_breaker": {"enabled": 0}}"#, "s.circuit_breaker.enabled"),
+        (
+            r#"{"circuit_breaker": {"failure_threshold": 0}}"#,
+            "s.circuit_breaker.failure_threshold",
+        ),
+        (
+            r#"{"circuit_breaker": {"half_open_max_successes": 0}}"#,
+            "s.circuit_breaker.half_open_max_successes",
+        ),
+        (
+            r#"{"circuit_breaker": {"cooldown_seconds": "30"}}"#,
+            "s.circuit_breaker.cooldown_seconds",
+        ),
+        (
+            r#"{"circuit_breaker": {"enabled": 0}}"#,
+            "s.circuit_breaker.enabled",
+        ),
     ];
     for (inner, path) in cases {
         let c = with_overrides(&format!(r#"{{"s": {inner}}}"#));
@@ -191,14 +245,19 @@ fn c8_each_kind_of_invalid_value_skips_the_override_and_names_the_path() {
 #[test]
 fn c9_a_non_object_override_is_logged_and_ignored() {
     for value in ["5", "\"fast\"", "[1, 2]", "null", "true"] {
-        let json = format!(r#"{{"plan_service": {value}, "trace_service": {{"retry": {{"max_attempts": 2}}}}}}"#);
+        let json = format!(
+            r#"{{"plan_service": {value}, "trace_service": {{"retry": {{"max_attempts": 2}}}}}}"#
+        );
         let (c, events) = capture(|| with_overrides(&json));
         assert_eq!(warnings(&events).len(), 1, "{value}");
         let d = c.diagnostics();
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].kind(), DiagnosticKind::NotAnObject);
         assert_eq!(d[0].path(), Some("plan_service"));
-        assert_eq!(resolve(&c, "plan_service").max_attempts.source, Source::BuiltIn);
+        assert_eq!(
+            resolve(&c, "plan_service").max_attempts.source,
+            Source::BuiltIn
+        );
         assert_eq!(resolve(&c, "trace_service").max_attempts.value, 2);
     }
 }
@@ -237,14 +296,20 @@ fn c10_unknown_keys_warn_naming_key_and_service_and_still_apply_the_rest() {
             .to_owned()
     };
     let typo = by_path("plan_service.retry.max_atempts");
-    assert!(typo.contains("`max_atempts`") && typo.contains("`plan_service`"), "{typo}");
+    assert!(
+        typo.contains("`max_atempts`") && typo.contains("`plan_service`"),
+        "{typo}"
+    );
     assert!(typo.contains("did you mean `max_attempts`"), "{typo}");
     assert!(by_path("plan_service.circuitbreaker").contains("did you mean `circuit_breaker`"));
     assert!(by_path("plan_service.max_attempts").contains("plan_service.retry.max_attempts"));
     assert!(by_path("plan_service.colour").contains("valid keys: retry, circuit_breaker"));
     // Unknown keys do not invalidate the override: the valid key applied.
     let plan = resolve(&c, "plan_service");
-    assert_eq!((plan.base_delay.value, plan.base_delay.source), (2.0, Source::Json));
+    assert_eq!(
+        (plan.base_delay.value, plan.base_delay.source),
+        (2.0, Source::Json)
+    );
     assert_eq!(plan.max_attempts.source, Source::BuiltIn);
 }
 
@@ -257,5 +322,7 @@ fn c10_a_service_spelt_like_a_built_in_one_is_flagged() {
     assert!(d[0].message().contains("did you mean `plan_service`"));
     // Still applied, to the service it names.
     assert_eq!(resolve(&c, "plan_servce").max_attempts.value, 9);
-    assert!(c.service_names().ends_with(&["billing".to_owned(), "plan_servce".to_owned()]));
+    assert!(c
+        .service_names()
+        .ends_with(&["billing".to_owned(), "plan_servce".to_owned()]));
 }

@@ -15,7 +15,14 @@ fn r11_read_only_phase_names_are_read_only() {
 
 #[test]
 fn r11_other_strings_are_not_read_only() {
-    for phase in ["execution", "apply", "write", "", "read_only_then_write", "true"] {
+    for phase in [
+        "execution",
+        "apply",
+        "write",
+        "",
+        "read_only_then_write",
+        "true",
+    ] {
         assert!(!ro(&json!(phase)), "{phase}");
     }
 }

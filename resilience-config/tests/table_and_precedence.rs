@@ -31,7 +31,10 @@ fn c3_the_built_in_table_matches_the_seed() {
         assert_eq!(s.max_attempts.value, attempts, "{name}");
         assert_eq!(s.backoff_strategy.value, strategy, "{name}");
         assert_eq!(s.jitter.value, jitter, "{name}");
-        assert!(s.entries().iter().all(|e| e.source == Source::BuiltIn), "{name}");
+        assert!(
+            s.entries().iter().all(|e| e.source == Source::BuiltIn),
+            "{name}"
+        );
         // Every built-in row builds valid core policies.
         assert!(s.retry_policy().is_ok() && s.breaker_config().unwrap().is_some());
     }
@@ -60,8 +63,18 @@ fn c11_unknown_services_get_a_fresh_copy_of_the_database_defaults() {
     // Mutating one copy changes no other service and no default.
     a.max_attempts.value = 99;
     a.enabled.value = false;
-    assert_eq!(c.resolve("billing_service", &CodeDeclared::EMPTY).max_attempts.value, 3);
-    assert_eq!(c.resolve("other_service", &CodeDeclared::EMPTY).max_attempts.value, 3);
+    assert_eq!(
+        c.resolve("billing_service", &CodeDeclared::EMPTY)
+            .max_attempts
+            .value,
+        3
+    );
+    assert_eq!(
+        c.resolve("other_service", &CodeDeclared::EMPTY)
+            .max_attempts
+            .value,
+        3
+    );
     assert_eq!(c.resolve("trace_service", &CodeDeclared::EMPTY), db);
 }
 
@@ -84,9 +97,15 @@ fn c11_an_override_changes_only_its_own_service() {
     }
     // A service named only in overrides starts from the database defaults.
     let n = c.resolve("new_service", &CodeDeclared::EMPTY);
-    assert_eq!((n.base_delay.value, n.base_delay.source), (0.2, Source::Json));
+    assert_eq!(
+        (n.base_delay.value, n.base_delay.source),
+        (0.2, Source::Json)
+    );
     assert_eq!(n.max_attempts.source, Source::Default);
-    assert_eq!(c.service_names().last().map(String::as_str), Some("new_service"));
+    assert_eq!(
+        c.service_names().last().map(String::as_str),
+        Some("new_service")
+    );
 }
 
 #[test]
@@ -97,8 +116,15 @@ fn c12_retry_on_idempotent_only_defaults_to_true() {
         assert!(s.retry_on_idempotent_only.value);
         assert!(s.retry_policy().unwrap().retry_on_idempotent_only());
     }
-    let off = config(&[(OVERRIDES, r#"{"x": {"retry": {"retry_on_idempotent_only": false}}}"#)]);
-    assert!(!off.resolve("x", &CodeDeclared::EMPTY).retry_policy().unwrap().retry_on_idempotent_only());
+    let off = config(&[(
+        OVERRIDES,
+        r#"{"x": {"retry": {"retry_on_idempotent_only": false}}}"#,
+    )]);
+    assert!(!off
+        .resolve("x", &CodeDeclared::EMPTY)
+        .retry_policy()
+        .unwrap()
+        .retry_on_idempotent_only());
 }
 
 const CODE: CodeDeclared = CodeDeclared {
@@ -113,9 +139,15 @@ const CODE: CodeDeclared = CodeDeclared {
 #[test]
 fn c13_code_declared_beats_the_built_in_table() {
     let s = Config::default().resolve("plan_service", &CODE);
-    assert_eq!((s.max_attempts.value, s.max_attempts.source), (6, Source::CodeDeclared));
+    assert_eq!(
+        (s.max_attempts.value, s.max_attempts.source),
+        (6, Source::CodeDeclared)
+    );
     assert_eq!(s.backoff_strategy.value, BackoffStrategy::Linear);
-    assert_eq!((s.total_timeout.value, s.total_timeout.source), (20.0, Source::CodeDeclared));
+    assert_eq!(
+        (s.total_timeout.value, s.total_timeout.source),
+        (20.0, Source::CodeDeclared)
+    );
     assert_eq!(s.failure_threshold.source, Source::BuiltIn);
     let p = s.retry_policy().unwrap();
     assert_eq!(p.total_timeout().as_secs(), 20);
@@ -139,7 +171,10 @@ fn c13_set_env_vars_beat_code_declared_and_unset_ones_do_not() {
     );
     assert_eq!(s.jitter.source, Source::Env("CLEVERAGENTS_RETRY_JITTER"));
     // Not set: the code-declared value stands.
-    assert_eq!((s.base_delay.value, s.base_delay.source), (3.0, Source::CodeDeclared));
+    assert_eq!(
+        (s.base_delay.value, s.base_delay.source),
+        (3.0, Source::CodeDeclared)
+    );
 }
 
 #[test]
@@ -154,14 +189,26 @@ fn c13_json_beats_env_beats_code_beats_built_in() {
         ),
     ]);
     let s = c.resolve("plan_service", &CODE);
-    assert_eq!((s.max_attempts.value, s.max_attempts.source), (5, Source::Json));
-    assert_eq!((s.failure_threshold.value, s.failure_threshold.source), (3, Source::Json));
+    assert_eq!(
+        (s.max_attempts.value, s.max_attempts.source),
+        (5, Source::Json)
+    );
+    assert_eq!(
+        (s.failure_threshold.value, s.failure_threshold.source),
+        (3, Source::Json)
+    );
     assert_eq!(
         (s.base_delay.value, s.base_delay.source),
         (4.0, Source::Env("CLEVERAGENTS_RETRY_BASE_DELAY"))
     );
-    assert_eq!((s.max_delay.value, s.max_delay.source), (10.0, Source::CodeDeclared));
-    assert_eq!((s.recovery_timeout.value, s.recovery_timeout.source), (60.0, Source::BuiltIn));
+    assert_eq!(
+        (s.max_delay.value, s.max_delay.source),
+        (10.0, Source::CodeDeclared)
+    );
+    assert_eq!(
+        (s.recovery_timeout.value, s.recovery_timeout.source),
+        (60.0, Source::BuiltIn)
+    );
     // Other services see the env layer but not plan_service's JSON.
     let t = c.resolve("trace_service", &CodeDeclared::EMPTY);
     assert_eq!(t.max_attempts.value, 2);
@@ -174,13 +221,19 @@ fn c13_an_invalid_code_declared_value_is_a_policy_error_naming_the_field() {
         base_delay: Some(f64::NAN),
         ..CodeDeclared::EMPTY
     };
-    let err = Config::default().resolve("x", &bad).retry_policy().unwrap_err();
+    let err = Config::default()
+        .resolve("x", &bad)
+        .retry_policy()
+        .unwrap_err();
     assert_eq!(err.field(), "base_delay");
     let zero = CodeDeclared {
         max_attempts: Some(0),
         ..CodeDeclared::EMPTY
     };
-    let err = Config::default().resolve("x", &zero).retry_policy().unwrap_err();
+    let err = Config::default()
+        .resolve("x", &zero)
+        .retry_policy()
+        .unwrap_err();
     assert_eq!(err.field(), "max_attempts");
 }
 
