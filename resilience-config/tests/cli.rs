@@ -219,3 +219,14 @@ fn help_lists_both_subcommands() {
     // No subcommand is a usage error.
     assert_eq!(run(&[], &[]).status.code(), Some(2));
 }
+
+#[test]
+fn explain_marks_a_base_delay_under_the_strategy_floor() {
+    // R5: linear waits at least 2.0 s; the table shows the configured value and the floor.
+    let o = run(
+        &["explain", "--service", "trace_service"],
+        &[("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "linear")],
+    );
+    let base = row(&stdout(&o), "trace_service", "retry.base_delay");
+    assert!(base.contains("0.5 s (floor 2.0 s)"), "{base}");
+}

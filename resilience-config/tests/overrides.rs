@@ -326,3 +326,14 @@ fn c10_a_service_spelt_like_a_built_in_one_is_flagged() {
         .service_names()
         .ends_with(&["billing".to_owned(), "plan_servce".to_owned()]));
 }
+
+#[test]
+fn c8_an_empty_service_name_is_reported_and_ignored() {
+    let c = with_overrides(r#"{"": {"retry": {"max_attempts": 2}}, " ": {}}"#);
+    assert_eq!(c.diagnostics().len(), 2, "{:?}", c.diagnostics());
+    assert!(c
+        .diagnostics()
+        .iter()
+        .all(|d| d.kind() == DiagnosticKind::InvalidValue));
+    assert_eq!(c.service_names().len(), 11);
+}
