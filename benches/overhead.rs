@@ -1,3 +1,4 @@
+#![allow(missing_docs)] // criterion_group! generates undocumented fns
 //! Success-path overhead of a guarded call against a direct call and peers, in one run.
 //!
 //! `cargo bench --bench overhead` (see BENCHMARKS.md for the figures and how to read them).

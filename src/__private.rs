@@ -1,6 +1,54 @@
 //! What macro expansions name, by absolute path. Not public API: may change in any release.
+//!
+//! Expansions of `#[retry_service_operation]` put one [`CallSite`] in a `static` inside the
+//! annotated fn and drive [`sync_loop`] or [`async_loop`] with the fn body as each attempt.
 
 pub use ::core::future::Future;
+pub use ::core::ops::ControlFlow;
 pub use ::core::result::Result;
-pub use resilience_core::retry::{Idempotent, NotIdempotent};
+pub use resilience_core::backoff::BackoffStrategy;
+pub use resilience_core::retry::{AsyncLoop, Idempotency, Idempotent, NotIdempotent, SyncLoop};
 pub use resilience_core::ResilienceError;
+
+pub use crate::site::CallSite;
+pub use resilience_config::CodeDeclared;
+
+use resilience_core::retry::AllTransient;
+
+/// The error type of a guarded fn: it must carry the framework's refusals and render for logs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error type of a guarded fn: it needs `From<resilience::ResilienceError>` and `Display`",
+    label = "this error type cannot carry the framework's refusals (circuit open, total timeout, ...)",
+    note = "add `impl From<resilience::ResilienceError> for {Self}` (e.g. a `#[from]` variant with thiserror), and implement `Display`"
+)]
+pub trait RetryableError: From<ResilienceError> + ::core::fmt::Display {}
+
+impl<E: From<ResilienceError> + ::core::fmt::Display> RetryableError for E {}
+
+/// Asserts at compile time that `E` is a [`RetryableError`], with the readable message.
+#[inline(always)]
+pub const fn assert_retryable_error<E: RetryableError>() {}
+
+/// The sync driver for one call of an annotated fn.
+#[inline]
+pub fn sync_loop<I: Idempotency>(
+    site: &'static CallSite,
+    idempotency: I,
+) -> SyncLoop<'static, AllTransient> {
+    site.guard()
+        .call(site.operation())
+        .idempotency(idempotency)
+        .sync_loop()
+}
+
+/// The async driver for one call of an annotated fn.
+#[inline]
+pub fn async_loop<I: Idempotency>(
+    site: &'static CallSite,
+    idempotency: I,
+) -> AsyncLoop<'static, AllTransient> {
+    site.guard()
+        .call(site.operation())
+        .idempotency(idempotency)
+        .async_loop()
+}

@@ -25,7 +25,10 @@ fn r9_policy_built_once_per_service_and_reused_unknown_services_lazily() {
         *b.lock().unwrap().entry(service.to_owned()).or_default() += 1;
         policy(3, true)
     });
-    assert!(built.lock().unwrap().is_empty(), "nothing is built before first use");
+    assert!(
+        built.lock().unwrap().is_empty(),
+        "nothing is built before first use"
+    );
     let first = registry.service("plan_service");
     for _ in 0..100 {
         assert!(Arc::ptr_eq(&first, &registry.service("plan_service")));
@@ -82,14 +85,23 @@ fn b10_is_circuit_open_by_name_is_safe_from_many_threads() {
         })
         .collect();
     assert!(handles.into_iter().all(|h| h.join().unwrap()));
-    assert!(!registry.is_circuit_open("unknown_service"), "unknown: not open, not created");
-    assert!(registry.services().iter().all(|s| &**s != "unknown_service"));
+    assert!(
+        !registry.is_circuit_open("unknown_service"),
+        "unknown: not open, not created"
+    );
+    assert!(registry
+        .services()
+        .iter()
+        .all(|s| &**s != "unknown_service"));
 }
 
 #[test]
 fn b9_reset_circuit_by_name_reaches_the_services_breaker() {
     let registry = Registry::new(|_: &str| policy(3, true));
-    assert!(!registry.reset_circuit("plan_service"), "never used: nothing to reset");
+    assert!(
+        !registry.reset_circuit("plan_service"),
+        "never used: nothing to reset"
+    );
     registry.service("plan_service");
     assert!(registry.reset_circuit("plan_service"));
 }
@@ -100,7 +112,11 @@ fn reload_changes_retry_policy_in_place_and_reports_breaker_changes() {
     let guard = registry.service("plan_service");
     let gen = registry.generation();
     let changed = registry.reload(|s: &str| policy(7, s != "plan_service"));
-    assert_eq!(guard.policy().max_attempts(), 7, "holders see the new policy");
+    assert_eq!(
+        guard.policy().max_attempts(),
+        7,
+        "holders see the new policy"
+    );
     assert_eq!(changed, vec![Arc::<str>::from("plan_service")]);
     assert_ne!(registry.generation(), gen);
 }
