@@ -56,6 +56,23 @@ fn sync_paths(c: &mut Criterion) {
                 .run(|| operation(black_box(7)))
         })
     });
+    // Through the registry: what an annotated fn does (a static call site caching its guard).
+    static SITE: resilience::__private::CallSite = resilience::__private::CallSite::new(
+        "bench_service",
+        "op",
+        resilience::__private::CodeDeclared::EMPTY,
+    );
+    g.bench_function("resilience_call_site", |b| {
+        b.iter(|| {
+            let mut driver =
+                resilience::__private::sync_loop(&SITE, resilience::__private::Idempotent);
+            loop {
+                if let std::ops::ControlFlow::Break(out) = driver.step(|| operation(black_box(7))) {
+                    break out;
+                }
+            }
+        })
+    });
     g.bench_function("backon_blocking_retry", |b| {
         use backon::{BlockingRetryable, ExponentialBuilder};
         b.iter(|| {
