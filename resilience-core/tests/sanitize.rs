@@ -189,12 +189,12 @@ fn s2_bare_aws_and_slack_keys_are_redacted() {
 fn s2_pem_private_key_body_is_redacted() {
     check(
         "bad key -----BEGIN RSA PRIVATE KEY-----\nMIIEow+IBAAKCAQEA/xyz=\n-----END RSA PRIVATE KEY----- rest",
-        "bad key -----BEGIN RSA PRIVATE KEY-----***-----END RSA PRIVATE KEY----- rest",
+        "bad key -----BEGIN RSA PRIVATE KEY-----\n***\n-----END RSA PRIVATE KEY----- rest",
     );
     // A key value that starts a PEM block: the body is still hidden.
     check(
         "private_key=-----BEGIN PRIVATE KEY-----\nMIIBVQ==",
-        "private_key=*** PRIVATE KEY-----***",
+        "private_key=*** PRIVATE KEY-----\n***",
     );
 }
 
@@ -305,6 +305,28 @@ fn s5_message_of_exactly_200_chars_is_kept_whole() {
 }
 
 #[test]
+fn s5_a_cut_just_after_a_redacted_value_is_stable() {
+    for tail in [" end", ", end", "\" end"] {
+        for pad in 185..=192 {
+            let msg = format!("{}api_key=abcd{tail}{}", "x".repeat(pad), "y".repeat(20));
+            let once = sanitize(&msg);
+            assert!(once.ends_with("..."), "{once:?}");
+            assert_eq!(sanitize(&once), once, "pad {pad}, tail {tail:?}");
+        }
+    }
+    check("token=abc...", "token=***...");
+}
+
+#[test]
+fn s5_a_cut_through_a_kept_marker_hides_its_head() {
+    // `None` is kept whole, but cut to `No` it could be anything: hidden, and stable.
+    let msg = format!("{}token: None {}", "x".repeat(192), "y".repeat(20));
+    let once = sanitize(&msg);
+    assert_eq!(once, format!("{}token: *...", "x".repeat(192)));
+    assert_eq!(sanitize(&once), once);
+}
+
+#[test]
 fn s5_characters_are_unicode_scalar_values_and_never_split() {
     // 200 four-byte chars are 800 bytes but exactly the limit.
     unchanged(&"🦀".repeat(200));
@@ -331,21 +353,32 @@ fn s5_truncation_happens_after_redaction() {
 
 // ---- properties ----
 
-/// A secret that cannot be confused with the text around it in the given form.
-fn secret(charset: &'static str) -> impl Strategy<Value = String> {
-    proptest::string::string_regex(&format!("[{charset}]{{8,24}}")).expect("valid regex")
+/// A secret matching `pattern` (a regex for proptest's string generator).
+fn secret(pattern: &'static str) -> impl Strategy<Value = String> {
+    proptest::string::string_regex(pattern).expect("valid regex")
 }
 
-/// How each S1–S4 form embeds a secret, and the characters the secret may use there.
-const WORD: &str = "A-Za-z0-9!#$%+./:@^_~-";
-const QUOTED: &str = "A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-";
+/// An unquoted one-word secret: punctuation that can close a value (`,;&)]}>"'`) may sit
+/// inside it, where it must not end the value.
+const WORD: &str =
+    r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}>"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
+/// A header value: anything printable but quotes (a leading quote would make it a quoted value).
+const HEADER: &str = r"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-]{8,24}";
+/// A quoted secret: anything printable, spaces and quotes included (each form escapes it).
+const QUOTED: &str = r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'"\\-]{8,24}"#;
+
+/// `s` as the content of a string quoted with `quote`: backslash and that quote escaped.
+fn escape(s: &str, quote: char) -> String {
+    s.replace('\\', "\\\\")
+        .replace(quote, &format!("\\{quote}"))
+}
 
 fn forms() -> Vec<(&'static str, &'static str, fn(&str) -> String)> {
     vec![
-        ("S1 user:pass", "A-Za-z0-9!$%+,.:;=~_-", |s| {
+        ("S1 user:pass", "[A-Za-z0-9!$%+,.:;=~_-]{8,24}", |s| {
             format!("postgres://admin:{s}@db:5432/app")
         }),
-        ("S1 user", "A-Za-z0-9_.~-", |s| {
+        ("S1 user", "[A-Za-z0-9_.~-]{8,24}", |s| {
             format!("https://{s}@github.com/o/r.git")
         }),
         ("S2 key=", WORD, |s| format!("api_key={s}")),
@@ -355,27 +388,21 @@ fn forms() -> Vec<(&'static str, &'static str, fn(&str) -> String)> {
             format!("?user=bob&password={s}&page=2")
         }),
         ("S2 quoted", QUOTED, |s| {
-            format!("password=\"{s}\" user=bob")
+            format!("password=\"{}\" user=bob", escape(s, '"'))
         }),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
-        ("S3 basic", QUOTED, |s| {
+        ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
         }),
         ("S3 x-api-key", WORD, |s| format!("X-Api-Key: {s}")),
-        ("S3 cookie", QUOTED, |s| {
+        ("S3 cookie", HEADER, |s| {
             format!("Cookie: sid={s}; theme=dark")
         }),
         ("S4 python", QUOTED, |s| {
-            format!(
-                "{{'api_key': '{}', 'region': 'eu'}}",
-                s.replace('\'', "\\'")
-            )
+            format!("{{'api_key': '{}', 'region': 'eu'}}", escape(s, '\''))
         }),
         ("S4 json", QUOTED, |s| {
-            format!(
-                "{{\"private_key\": \"{}\", \"n\": 1}}",
-                s.replace('"', "\\\"")
-            )
+            format!("{{\"private_key\": \"{}\", \"n\": 1}}", escape(s, '"'))
         }),
         ("S4 debug", QUOTED, |s| {
             format!("Cfg {{ session_id: {:?}, port: 1 }}", s)
@@ -433,9 +460,9 @@ proptest! {
         tail in "[a-z ]{0,40}",
     ) {
         let (name, _, build) = forms()[form];
-        let template = format!("{}fail: {} {tail}", "x".repeat(pad), build("\u{0}"));
-        let input = template.replace('\u{0}', &secret);
-        let context = template.replace('\u{0}', "");
+        let frame = |inner: &str| format!("{}fail: {inner} {tail}", "x".repeat(pad));
+        let input = frame(&build(&secret));
+        let context = frame(&build(""));
         let out = sanitize(&input);
         let visible = if input.chars().count() > MAX_CHARS {
             out.strip_suffix("...").unwrap_or(&out)

@@ -70,12 +70,18 @@
 //! **S5, length.** After redaction, a message longer than [`MAX_CHARS`] (200) characters is
 //! cut to its first 200 and `...` is appended, so the result has at most 203. Characters are
 //! Unicode scalar values (Rust `char`s), so the cut never splits one. Redacting first means
-//! a secret straddling the cut has already been replaced.
+//! a secret straddling the cut has already been replaced. A message's final `...` is never
+//! read as part of a value (`password=abc...` → `password=***...`), so a cut that lands
+//! just after a redacted value stays put when the result is sanitized again.
 //!
 //! # Properties
 //!
 //! - No panic on any input; at most 203 chars out.
-//! - Idempotent: `sanitize(&sanitize(x)) == sanitize(x)`.
+//! - Idempotent: `sanitize(&sanitize(x)) == sanitize(x)`. Redaction repeats until a round
+//!   changes nothing (a clean message takes one round, one with secrets usually two), so
+//!   what two detectors hid together is re-read as the log line will show it. After a cut,
+//!   the shortened text is settled the same way: a cut can leave the head of something that
+//!   was no secret whole (`token: None` cut to `token: No...`), which is then hidden.
 //! - The patterns are compiled once. Should one ever fail to compile, every message is
 //!   replaced by a fixed refusal rather than logged unredacted.
 
@@ -100,16 +106,66 @@ const UNAVAILABLE: &str = "*** (message withheld: sanitizer unavailable)";
 ///
 /// Borrowed when nothing was redacted and the message is at most 200 characters long.
 pub fn sanitize(message: &str) -> Cow<'_, str> {
-    let Some((key_re, shaped_re)) = patterns::compiled() else {
+    let Some(patterns) = patterns::compiled() else {
         return Cow::Borrowed(UNAVAILABLE);
     };
-    let mut spans = Vec::new();
-    key_value_spans(key_re, message, &mut spans);
-    shaped_spans(shaped_re, message, &mut spans);
-    match redact(message, spans) {
-        Some(redacted) => truncate::truncate(redacted),
-        None => Cow::Borrowed(UNAVAILABLE),
+    let Ok(redacted) = redact_all(patterns, message) else {
+        return Cow::Borrowed(UNAVAILABLE);
+    };
+    let (mut out, mut cut) = truncate::truncate(redacted);
+    // The cut can leave the head of something that was no secret whole (`token: None` cut to
+    // `token: No...`) and now reads as one. Settle on a result that sanitizing again keeps.
+    for _ in 0..MAX_ROUNDS {
+        if !cut {
+            break;
+        }
+        let again = match redact_all(patterns, &out) {
+            Ok(Cow::Borrowed(_)) => break,
+            Ok(Cow::Owned(again)) => again,
+            Err(Unavailable) => return Cow::Borrowed(UNAVAILABLE),
+        };
+        let (next, next_cut) = truncate::truncate(Cow::Owned(again));
+        out = Cow::Owned(next.into_owned());
+        cut = next_cut;
     }
+    out
+}
+
+/// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
+/// across a boundary one of them relied on (a line end, a closing quote), and the next round
+/// must see what the log line will show. Each round only adds `***`; in practice one round
+/// redacts and the second confirms. Borrowed when nothing was redacted.
+fn redact_all<'a>(
+    (key_re, shaped_re): (&regex::Regex, &regex::Regex),
+    message: &'a str,
+) -> Result<Cow<'a, str>, Unavailable> {
+    let mut text = Cow::Borrowed(message);
+    for _ in 0..MAX_ROUNDS {
+        match redact_round(key_re, shaped_re, &text)? {
+            None => break,
+            Some(next) => text = Cow::Owned(next),
+        }
+    }
+    Ok(text)
+}
+
+/// Redaction rounds before giving up on reaching a fixed point (never reached in tests).
+const MAX_ROUNDS: usize = 4;
+
+/// A span was not on char boundaries: cannot happen by construction; reported so a bug fails
+/// closed instead of panicking.
+struct Unavailable;
+
+/// One pass of every detector. `None` if it changes nothing.
+fn redact_round(
+    key_re: &regex::Regex,
+    shaped_re: &regex::Regex,
+    text: &str,
+) -> Result<Option<String>, Unavailable> {
+    let mut spans = Vec::new();
+    key_value_spans(key_re, text, &mut spans);
+    shaped_spans(shaped_re, text, &mut spans);
+    redact(text, spans)
 }
 
 /// S2–S4: the values after secret keys. Scanning resumes after each value, so a key inside
@@ -149,8 +205,20 @@ fn shaped_spans(shaped_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
             .name("url")
             .or_else(|| caps.name("tok"))
             .or_else(|| caps.name("pem"));
-        if let Some(part) = part.filter(|p| !p.is_empty()) {
-            spans.push(part.range());
+        if let Some(part) = part {
+            // A PEM body keeps the line breaks around it.
+            let inner = part
+                .as_str()
+                .trim_matches(|c: char| c.is_ascii_whitespace());
+            if !inner.is_empty() {
+                let start = part.start()
+                    + (part.as_str().len()
+                        - part
+                            .as_str()
+                            .trim_start_matches(|c: char| c.is_ascii_whitespace())
+                            .len());
+                spans.push(start..start + inner.len());
+            }
         }
     }
 }
@@ -161,12 +229,11 @@ fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
         .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
 }
 
-/// Replaces the spans (merged where they overlap or touch) with [`MASK`]. Borrowed when no
-/// span changes anything. `None` if a span is not on char boundaries (cannot happen by
-/// construction; handled so a bug fails closed instead of panicking).
-fn redact(text: &str, mut spans: Vec<Range<usize>>) -> Option<Cow<'_, str>> {
+/// Replaces the spans (merged where they overlap or touch) with [`MASK`]. `None` when no span
+/// changes anything (each already reads `***`).
+fn redact(text: &str, mut spans: Vec<Range<usize>>) -> Result<Option<String>, Unavailable> {
     if spans.is_empty() {
-        return Some(Cow::Borrowed(text));
+        return Ok(None);
     }
     spans.sort_unstable_by_key(|s| s.start);
     let mut merged: Vec<Range<usize>> = Vec::with_capacity(spans.len());
@@ -176,18 +243,17 @@ fn redact(text: &str, mut spans: Vec<Range<usize>>) -> Option<Cow<'_, str>> {
             _ => merged.push(span),
         }
     }
-    // A span that already reads `***` changes nothing (keeps re-sanitizing borrowed).
     if merged.iter().all(|s| text.get(s.clone()) == Some(MASK)) {
-        return Some(Cow::Borrowed(text));
+        return Ok(None);
     }
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     for span in merged {
-        out.push_str(text.get(copied..span.start)?);
-        text.get(span.clone())?;
+        out.push_str(text.get(copied..span.start).ok_or(Unavailable)?);
+        text.get(span.clone()).ok_or(Unavailable)?;
         out.push_str(MASK);
         copied = span.end;
     }
-    out.push_str(text.get(copied..)?);
-    Some(Cow::Owned(out))
+    out.push_str(text.get(copied..).ok_or(Unavailable)?);
+    Ok(Some(out))
 }

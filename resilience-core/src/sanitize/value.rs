@@ -3,6 +3,7 @@
 //! Scans bytes, but only ever stops at an ASCII byte or at the end of the text, so every
 //! position it returns is a char boundary.
 
+use super::truncate::ELLIPSIS;
 use std::ops::Range;
 
 /// What kind of key introduced the value.
@@ -29,8 +30,12 @@ const NOT_SECRETS: [&[u8]; 5] = [b"None", b"null", b"nil", b"true", b"false"];
 /// The extent of the value starting at byte `start` of `text`, or `None` if there is nothing
 /// to hide (empty value, a nested `{…}`/`[…]` whose own keys are scanned, or a marker such as
 /// `None`).
+///
+/// A final `...` counts as the end of the text: it is what S5 appends, and were it read as
+/// part of a value cut at the limit, sanitizing the result again would change it.
 pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> {
-    let b = text.as_bytes();
+    let all = text.as_bytes();
+    let b = all.strip_suffix(ELLIPSIS.as_bytes()).unwrap_or(all);
     let mut i = start;
     // Rust `Debug` of an `Option`: look inside `Some(…)`.
     if b.get(i..i + 5) == Some(b"Some(") {
