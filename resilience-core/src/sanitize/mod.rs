@@ -171,13 +171,13 @@ fn redact_round(
 /// S2–S4: the values after secret keys. Scanning resumes after each value, so a key inside
 /// a value already hidden is not looked at again.
 fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usize>>) {
+    // Same byte offsets as `text` (see `patterns`); values are read from `text` itself.
+    let lower = text.to_ascii_lowercase();
     let mut pos = 0;
-    while let Some(m) = key_re.find_at(text, pos) {
+    while let Some(m) = key_re.find_at(&lower, pos) {
         pos = m.end();
         let matched = m.as_str().as_bytes();
-        let kind = if starts_with_ignore_case(matched, b"authorization")
-            || starts_with_ignore_case(matched, b"cookie")
-        {
+        let kind = if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
             KeyKind::Header
         } else {
             KeyKind::Word
@@ -221,12 +221,6 @@ fn shaped_spans(shaped_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
             }
         }
     }
-}
-
-fn starts_with_ignore_case(haystack: &[u8], prefix: &[u8]) -> bool {
-    haystack
-        .get(..prefix.len())
-        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
 }
 
 /// Replaces the spans (merged where they overlap or touch) with [`MASK`]. `None` when no span

@@ -10,10 +10,14 @@ use std::sync::LazyLock;
 ///
 /// The key *ends* with one of the secret words (any prefix is allowed, so `db_password` and
 /// `X-Api-Key` match) and the separator follows at once, perhaps after a closing quote of a
-/// quoted key, so `tokens_used=` and `token_count:` do not match. ASCII case is ignored.
-/// Longer words come before their prefixes (`signature` before `sig`).
+/// quoted key, so `tokens_used=` and `token_count:` do not match. Longer words come before
+/// their prefixes (`signature` before `sig`).
+///
+/// Lowercase only: it is matched against an ASCII-lowercased copy of the text, which has the
+/// same byte offsets. That ignores case while keeping the engine's literal prefilter, which
+/// `(?i)` disables (measured about 5x slower on a clean 200-char message).
 const KEY_THEN_SEPARATOR: &str = concat!(
-    r"(?i-u)",
+    r"(?-u)",
     r"(?:api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?key",
     r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
     r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
@@ -59,5 +63,12 @@ mod tests {
             panic!("shaped pattern: {e}");
         }
         assert!(super::compiled().is_some());
+    }
+
+    #[test]
+    fn key_pattern_is_lowercase_as_the_text_it_sees() {
+        assert!(!super::KEY_THEN_SEPARATOR
+            .bytes()
+            .any(|b| b.is_ascii_uppercase()));
     }
 }
