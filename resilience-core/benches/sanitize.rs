@@ -37,7 +37,12 @@ fn bench(c: &mut Criterion) {
     let clean = clean();
     assert_eq!(dirty.chars().count(), 200);
     assert_eq!(clean.chars().count(), 200);
-    assert_eq!(sanitize(&dirty).matches("***").count(), 2, "{}", sanitize(&dirty));
+    assert_eq!(
+        sanitize(&dirty).matches("***").count(),
+        2,
+        "{}",
+        sanitize(&dirty)
+    );
     assert_eq!(sanitize(&clean), clean);
 
     let mut group = c.benchmark_group("sanitize_200_chars");
