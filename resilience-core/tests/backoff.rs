@@ -159,7 +159,11 @@ fn r4_exponential_keeps_doubling_past_2_pow_32_under_a_huge_cap() {
     let b = Backoff::new(BackoffStrategy::Exponential, base, Duration::MAX, false);
     let mut rng = JitterRng::seeded(0);
     for retry in [32, 33, 34, 40, 64, 65, 70] {
-        assert_eq!(b.delay(retry, &mut rng), doubled(base, retry), "retry {retry}");
+        assert_eq!(
+            b.delay(retry, &mut rng),
+            doubled(base, retry),
+            "retry {retry}"
+        );
     }
     assert_eq!(b.delay(200, &mut rng), Duration::MAX);
 }
@@ -212,7 +216,10 @@ fn r5_base_above_the_floor_is_kept() {
         (BackoffStrategy::Jitter, 0.3),
         (BackoffStrategy::Linear, 2.5),
     ] {
-        assert_eq!(backoff(strategy, base, 60.0, false).base_delay(), secs(base));
+        assert_eq!(
+            backoff(strategy, base, 60.0, false).base_delay(),
+            secs(base)
+        );
     }
 }
 
@@ -233,7 +240,14 @@ fn r5_a_max_delay_below_the_floor_still_caps() {
 
 #[test]
 fn r4_from_secs_rejects_nan_infinite_and_negative_naming_the_field() {
-    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, -1e-9, 1e300] {
+    for bad in [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -1.0,
+        -1e-9,
+        1e300,
+    ] {
         for strategy in ALL {
             let err = Backoff::from_secs(strategy, bad, 60.0, false).expect_err("bad base");
             assert_eq!(err.field(), "base_delay", "{bad}");
@@ -248,8 +262,8 @@ fn r4_from_secs_rejects_nan_infinite_and_negative_naming_the_field() {
 
 #[test]
 fn r4_from_secs_reports_base_delay_first_when_both_are_bad() {
-    let err = Backoff::from_secs(BackoffStrategy::Fixed, f64::NAN, -1.0, false)
-        .expect_err("both bad");
+    let err =
+        Backoff::from_secs(BackoffStrategy::Fixed, f64::NAN, -1.0, false).expect_err("both bad");
     assert_eq!(err.field(), "base_delay");
 }
 

@@ -373,7 +373,10 @@ fn escape(s: &str, quote: char) -> String {
         .replace(quote, &format!("\\{quote}"))
 }
 
-fn forms() -> Vec<(&'static str, &'static str, fn(&str) -> String)> {
+/// A form's name, the regex its secret is drawn from, and how it embeds the secret.
+type Form = (&'static str, &'static str, fn(&str) -> String);
+
+fn forms() -> Vec<Form> {
     vec![
         ("S1 user:pass", "[A-Za-z0-9!$%+,.:;=~_-]{8,24}", |s| {
             format!("postgres://admin:{s}@db:5432/app")
