@@ -3,10 +3,11 @@
 //!
 //! `cargo bench --bench overhead` (see BENCHMARKS.md for the figures and how to read them).
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion};
 use resilience::retry::ServiceGuard;
 use resilience::ResilienceError;
 use std::future::Future;
+use std::hint::black_box;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
