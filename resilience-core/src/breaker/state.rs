@@ -79,9 +79,9 @@ impl Locked {
     /// The earliest time an open circuit may enter half-open (B2): `recovery_timeout` after
     /// opening and `cooldown` after the last half-open entry, whichever is later.
     pub(crate) fn half_open_due(&self, config: &BreakerConfig) -> Duration {
-        let after_open = self
-            .opened_at
-            .map_or(Duration::ZERO, |t| t.saturating_add(config.recovery_timeout()));
+        let after_open = self.opened_at.map_or(Duration::ZERO, |t| {
+            t.saturating_add(config.recovery_timeout())
+        });
         let after_cooldown = self
             .last_half_open_at
             .map_or(Duration::ZERO, |t| t.saturating_add(config.cooldown()));
