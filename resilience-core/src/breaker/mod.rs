@@ -79,8 +79,14 @@ use std::sync::Arc;
 /// A successful probe keeps its slot until the circuit closes, so at most
 /// `half_open_max_successes` probes run per half-open episode and all of them must succeed to
 /// close; a failing probe cannot be outvoted by later arrivals. A probe dropped unreported
-/// gives its slot back (B5). A probe that never returns (a hung call, a leaked permit) keeps
-/// its slot until [`reset`](Self::reset).
+/// gives its slot back (B5).
+///
+/// Slots belong to one half-open episode ([`BreakerPermit::epoch`]): once a probe's failure
+/// re-opens the circuit, its sibling probes are stale, and the next episode (a full recovery
+/// time later) starts with every slot free even if a stale probe is still running. A probe
+/// that never returns (a hung sync call, a leaked permit) holds its slot until a sibling
+/// fails or [`reset`](Self::reset) is called; with one slot, until `reset`. Async calls
+/// through the retry executor are cancelled at their total timeout, which frees the slot.
 pub struct CircuitBreaker {
     /// Packed state and epoch ([`Word`]); written only under `locked`.
     word: AtomicU64,
@@ -200,8 +206,10 @@ impl CircuitBreaker {
     /// Every counter and timestamp, read in one step under the lock.
     pub fn snapshot(&self) -> BreakerSnapshot {
         let locked = lock(&self.locked);
+        let word = Word(self.word.load(Ordering::Relaxed));
         BreakerSnapshot {
-            state: Word(self.word.load(Ordering::Relaxed)).state(),
+            state: word.state(),
+            epoch: word.epoch(),
             failure_count: self.failures.load(Ordering::Relaxed),
             opened_at: locked.opened_at,
             last_half_open_at: locked.last_half_open_at,
@@ -309,8 +317,9 @@ impl CircuitBreaker {
                     if successes < self.config.half_open_max_successes() {
                         None
                     } else {
-                        // B3: every admitted probe succeeded.
+                        // B3: every admitted probe succeeded (so none is still in flight).
                         locked.probe_successes = 0;
+                        locked.probes_in_flight = 0;
                         self.failures.store(0, Ordering::Relaxed);
                         self.word
                             .store(word.next(CircuitState::Closed).0, Ordering::Release);

@@ -34,6 +34,16 @@ impl<'a> BreakerPermit<'a> {
         !self.word.is_closed()
     }
 
+    /// The breaker's epoch when this permit was issued (see [`BreakerSnapshot::epoch`]). Its
+    /// outcome counts only while the breaker is still in that epoch; probe slots belong to
+    /// one epoch, i.e. one half-open episode.
+    ///
+    /// [`BreakerSnapshot::epoch`]: super::BreakerSnapshot::epoch
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.word.epoch()
+    }
+
     /// Takes the fields out without running `Drop` (which would count a cancellation).
     #[inline]
     fn into_parts(self) -> (&'a CircuitBreaker, Word) {

@@ -36,6 +36,12 @@ impl Word {
     /// Closed at epoch 0: a new breaker.
     pub(crate) const INITIAL: Self = Self(CLOSED);
 
+    /// Transitions and resets since the breaker was made.
+    #[inline]
+    pub(crate) fn epoch(self) -> u64 {
+        self.0 >> 2
+    }
+
     #[inline]
     pub(crate) fn state(self) -> CircuitState {
         match self.0 & STATE_MASK {
@@ -108,6 +114,8 @@ pub(crate) fn nanos(d: Duration) -> u64 {
 pub struct BreakerSnapshot {
     /// The state (not advanced by time: an open circuit past its recovery time shows `Open`).
     pub state: CircuitState,
+    /// Transitions and resets since the breaker was made; a half-open episode is one epoch.
+    pub epoch: u64,
     /// Consecutive failures counted (reset on entry into half-open, B2).
     pub failure_count: u32,
     /// When the circuit last opened, on the breaker's clock.
@@ -136,7 +144,7 @@ mod tests {
         assert!(c.is_closed());
         // Same state, different epoch: a stale closed permit is told apart (B7).
         assert_ne!(c, w);
-        assert_eq!(c.0 >> 2, 3);
+        assert_eq!(c.epoch(), 3);
     }
 
     #[test]
