@@ -229,7 +229,7 @@ async fn async_loop_driver_lets_each_attempt_borrow_mutably() {
 #[tokio::test]
 async fn b5_dropping_an_async_probe_gives_its_slot_back() {
     use resilience_core::breaker::{BreakerConfig, CircuitState};
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Waker};
     let h = harness_with(exp_policy(1), |b| {
         b.breaker(BreakerConfig::new(1, secs(10.0), secs(0.0), 1).unwrap())
     });
@@ -245,7 +245,7 @@ async fn b5_dropping_an_async_probe_gives_its_slot_back() {
         let probe = h
             .guard
             .call("get")
-            .run_async(|| std::future::pending::<Result<(), TestError>>());
+            .run_async(std::future::pending::<Result<(), TestError>>);
         let mut probe = std::pin::pin!(probe);
         let mut cx = Context::from_waker(Waker::noop());
         assert!(probe.as_mut().poll(&mut cx).is_pending());
