@@ -1,7 +1,7 @@
 //! What macro expansions name, by absolute path. Not public API: may change in any release.
 //!
-//! Expansions of `#[retry_service_operation]` put one [`CallSite`] in a `static` inside the
-//! annotated fn and drive [`sync_loop`] or [`async_loop`] with the fn body as each attempt.
+//! Expansions of `#[retry_service_operation]` put one `CallSite` in a `static` inside the
+//! annotated fn and drive `sync_loop` or `async_loop` with the fn body as each attempt.
 
 pub use ::core::future::Future;
 pub use ::core::ops::ControlFlow;
