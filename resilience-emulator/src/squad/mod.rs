@@ -47,6 +47,10 @@ pub const TOKEN: &str = "squad-token";
 /// A fixed wall-clock origin (2026-03-21T00:00:00Z) so virtual runs print the same epochs.
 const UNIX_ORIGIN: Duration = Duration::from_secs(1_774_051_200);
 
+/// Why a run could not start: bad limits, a scheduler that could not be built, no runtime,
+/// no loopback socket.
+pub type RunError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What a scheduler may be built from.
 #[derive(Debug, Clone)]
 pub struct Env {
@@ -123,17 +127,13 @@ pub fn run_virtual<S: Scheduler>(
     workload: &Workload,
     limits: &Limits,
     seed: u64,
-    make: impl FnOnce(&Env) -> S,
-) -> Result<Run, LimitsError> {
+    make: impl FnOnce(&Env) -> Result<S, RunError>,
+) -> Result<Run, RunError> {
     limits.validate()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
-        .build()
-        .map_err(|_| LimitsError {
-            field: "runtime",
-            reason: "tokio runtime could not start",
-        })?;
+        .build()?;
     rt.block_on(async {
         let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(1.0).with_unix_origin(UNIX_ORIGIN));
         let sleeper: Arc<dyn AsyncSleeper> = Arc::new(ScaledSleeper::new(1.0));
@@ -144,7 +144,7 @@ pub fn run_virtual<S: Scheduler>(
             emulator: emu.clone(),
             seed,
         };
-        let scheduler = Arc::new(make(&env));
+        let scheduler = Arc::new(make(&env)?);
         let transport = Arc::new(InProcess::new(
             emu.clone(),
             workload.latency,
@@ -164,13 +164,12 @@ pub async fn run_http<S: Scheduler>(
     limits: &Limits,
     seed: u64,
     speedup: f64,
-    make: impl FnOnce(&Env) -> S,
+    make: impl FnOnce(&Env) -> Result<S, RunError>,
     on_tick: impl Fn(Progress) + Send + 'static,
-) -> std::io::Result<Run> {
+) -> Result<Run, RunError> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(speedup));
     let sleeper: Arc<dyn AsyncSleeper> = Arc::new(ScaledSleeper::new(speedup));
-    let emu = emulator(limits, clock.clone(), workload, seed)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let emu = emulator(limits, clock.clone(), workload, seed)?;
     let server = EmulatorServer::start(emu.clone(), workload.latency, sleeper.clone()).await?;
     let env = Env {
         clock: clock.clone(),
@@ -178,7 +177,7 @@ pub async fn run_http<S: Scheduler>(
         emulator: emu.clone(),
         seed,
     };
-    let scheduler = Arc::new(make(&env));
+    let scheduler = Arc::new(make(&env)?);
     let transport = Arc::new(Http::new(server.url()));
     let driver = Driver::new(scheduler, transport, clock.clone(), sleeper, TOKEN);
     let records = driver.records();
