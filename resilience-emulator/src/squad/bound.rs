@@ -151,8 +151,9 @@ fn after_blocks(mut t: Duration, blocks: &[(Duration, Duration)]) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::Latency;
     use crate::squad::workload::{AgentScript, Call, Step, Task};
-    use crate::{Latency, Priority};
+    use crate::Priority;
 
     fn workload(calls: Vec<Call>, think: u64) -> Workload {
         Workload {

@@ -137,3 +137,95 @@ pub fn inversions(log: &[LogEntry], records: &Records) -> u64 {
         .filter(|e| waiting.iter().any(|(w, s)| *w < e.at && e.at < *s))
         .count() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LockoutCause, Outcome};
+    use crate::request::Kind;
+    use crate::squad::driver::CallRecord;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn entry(at: Duration, priority: Priority, outcome: Outcome) -> LogEntry {
+        LogEntry {
+            at,
+            agent: "x".into(),
+            priority,
+            method: "GET".into(),
+            path: "/a".into(),
+            kind: Kind::Read,
+            status: 200,
+            outcome,
+            remaining: 1,
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let s: Vec<_> = (1..=20).map(ms).collect();
+        assert_eq!(percentile(&s, 0.5), ms(10));
+        assert_eq!(percentile(&s, 0.95), ms(19));
+        assert_eq!(percentile(&[], 0.95), Duration::ZERO);
+    }
+
+    #[test]
+    fn g6_herd_peak_counts_the_busiest_100ms_after_a_lockout_ends() {
+        let lockouts = [Lockout {
+            start: ms(0),
+            end: ms(1_000),
+            cause: LockoutCause::Scripted,
+        }];
+        // Four requests within 100 ms right at the end, then a spaced tail.
+        let mut log: Vec<_> = [1_000, 1_020, 1_050, 1_099, 1_300, 1_500]
+            .into_iter()
+            .map(|t| entry(ms(t), Priority::P1, Outcome::Served))
+            .collect();
+        assert_eq!(herd_peak(&log, &lockouts), 4);
+        // Requests before the end, or more than 60 s after it, are not the herd.
+        log.insert(0, entry(ms(999), Priority::P1, Outcome::Served));
+        log.extend((0..9).map(|_| entry(ms(61_000), Priority::P1, Outcome::Served)));
+        assert_eq!(herd_peak(&log, &lockouts), 4);
+        assert_eq!(herd_peak(&log, &[]), 0);
+    }
+
+    #[test]
+    fn inversions_count_p2_served_while_p0_waits() {
+        let records = Records {
+            calls: vec![CallRecord {
+                agent: "picard".into(),
+                priority: Priority::P0,
+                wanted: ms(100),
+                sent: ms(500),
+                ok: true,
+                attempts: 1,
+            }],
+            tasks: vec![],
+        };
+        let log = vec![
+            entry(ms(50), Priority::P2, Outcome::Served), // before P0 wanted
+            entry(ms(200), Priority::P2, Outcome::Served), // inversion
+            entry(ms(300), Priority::P2, Outcome::PenaltyBox), // not served
+            entry(ms(300), Priority::P1, Outcome::Served), // not P2
+            entry(ms(400), Priority::P2, Outcome::NotModified), // inversion
+            entry(ms(500), Priority::P2, Outcome::Served), // P0 sent by then
+        ];
+        assert_eq!(inversions(&log, &records), 2);
+    }
+
+    #[test]
+    fn overlapping_lockouts_merge() {
+        let l = |s, e| Lockout {
+            start: ms(s),
+            end: ms(e),
+            cause: LockoutCause::Scripted,
+        };
+        assert_eq!(
+            merged(&[l(50, 80), l(0, 60), l(100, 120)]),
+            vec![(ms(0), ms(80)), (ms(100), ms(120))]
+        );
+    }
+}

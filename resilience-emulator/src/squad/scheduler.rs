@@ -118,3 +118,55 @@ impl Scheduler for Naive {
         Some(exp.min(self.cap))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resilience_core::clock::ManualClock;
+
+    fn resp(headers: &[(&str, &str)]) -> Response {
+        Response {
+            status: 403,
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: "secondary rate limit".into(),
+        }
+    }
+
+    fn info() -> CallInfo<'static> {
+        CallInfo {
+            agent: "data",
+            priority: Priority::P1,
+            method: "GET",
+            path: "/a",
+            kind: Kind::Read,
+        }
+    }
+
+    #[test]
+    fn naive_honours_retry_after_then_reset_then_backs_off_exponentially() {
+        let clock = ManualClock::with_unix_origin(Duration::from_secs(1_000));
+        let naive = Naive::new(Arc::new(clock));
+        let secs = Duration::from_secs;
+        let with_retry = resp(&[("retry-after", "42"), ("x-ratelimit-remaining", "0")]);
+        assert_eq!(naive.retry_delay(info(), 1, &with_retry), Some(secs(42)));
+        let spent = resp(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1100"),
+        ]);
+        assert_eq!(naive.retry_delay(info(), 1, &spent), Some(secs(101)));
+        let plain = resp(&[("x-ratelimit-remaining", "4000")]);
+        let delays: Vec<_> = (1..=8)
+            .map(|a| naive.retry_delay(info(), a, &plain))
+            .collect();
+        let expected = [1, 2, 4, 8, 16, 32, 60, 60].map(|s| Some(secs(s)));
+        assert_eq!(delays, expected);
+        assert_eq!(
+            naive.retry_delay(info(), 10, &plain),
+            None,
+            "gives up after 10"
+        );
+    }
+}
