@@ -55,7 +55,7 @@ impl Governor {
         name: &str,
         config: ResourceConfig,
     ) -> Result<ResourceId, GovernorError> {
-        self.store.add_resource(name, config)
+        self.store.add_resource(name, config, self.clock.now())
     }
 
     /// The resource registered under `name`.

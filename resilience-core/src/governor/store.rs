@@ -133,9 +133,13 @@ impl From<PolicyError> for GovernorError {
 
 /// Storage and atomic decisions for the governor. See the module docs.
 pub trait GovernorStore: Send + Sync + fmt::Debug + 'static {
-    /// Adds a resource; names are unique.
-    fn add_resource(&self, name: &str, config: ResourceConfig)
-        -> Result<ResourceId, GovernorError>;
+    /// Adds a resource; names are unique. Every registered agent is known to it from `now`.
+    fn add_resource(
+        &self,
+        name: &str,
+        config: ResourceConfig,
+        now: Duration,
+    ) -> Result<ResourceId, GovernorError>;
 
     /// The id of the resource with this name.
     fn resource_id(&self, name: &str) -> Option<ResourceId>;

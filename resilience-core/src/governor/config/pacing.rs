@@ -62,6 +62,9 @@ pub struct WindowRule {
     /// Smooth grants at the window's average rate with this much burst; `None` allows the
     /// whole window at once.
     pub smooth_burst: Option<u32>,
+    /// Units of each window that only P0 may use, so a critical call rarely finds the window
+    /// full: P1/P2 see `limit - p0_headroom` (and are smoothed at that rate).
+    pub p0_headroom: u32,
     /// Keep a separate window per [`Request::endpoint`](super::super::Request::endpoint)
     /// (requests without one share a window).
     pub per_endpoint: bool,
@@ -84,6 +87,7 @@ impl WindowRule {
             window,
             margin: Duration::ZERO,
             smooth_burst: None,
+            p0_headroom: 0,
             per_endpoint: false,
         }
     }
@@ -95,6 +99,11 @@ impl WindowRule {
     /// Smooths with this burst.
     pub fn smoothed(mut self, burst: u32) -> Self {
         self.smooth_burst = Some(burst);
+        self
+    }
+    /// Reserves `units` of each window for P0.
+    pub fn with_p0_headroom(mut self, units: u32) -> Self {
+        self.p0_headroom = units;
         self
     }
     /// Counts each endpoint separately.
@@ -118,12 +127,19 @@ impl WindowRule {
                 "must be positive",
             ));
         }
+        if self.p0_headroom >= self.limit {
+            return Err(PolicyError::new(
+                "pacing.window.p0_headroom",
+                self.p0_headroom,
+                "must be less than the rule's limit",
+            ));
+        }
         if let Some(b) = self.smooth_burst {
-            if b == 0 || b > self.limit {
+            if b == 0 || b > self.limit - self.p0_headroom {
                 return Err(PolicyError::new(
                     "pacing.window.smooth_burst",
                     b,
-                    "must be between 1 and the rule's limit",
+                    "must be between 1 and the rule's limit less its P0 headroom",
                 ));
             }
         }
@@ -143,11 +159,14 @@ pub struct SpacingRule {
 }
 
 /// G8 settings for one resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Pacing {
     /// Below the green threshold, space P1/P2 grants so the remaining quota lasts until
     /// reset (`time to reset / remaining`). P0 is exempt. Default true.
     pub even_spend: bool,
+    /// Even spend may run ahead of the even schedule by this share of the window's quota
+    /// (a burst of background polling is not worth pacing). Default 0.05.
+    pub even_spend_burst: f64,
     /// At most this many granted calls in flight (GitHub: fewer than 100). Default none.
     pub max_concurrent: Option<u32>,
     /// Sliding-window rules.
@@ -163,6 +182,7 @@ impl Default for Pacing {
     fn default() -> Self {
         Self {
             even_spend: true,
+            even_spend_burst: 0.05,
             max_concurrent: None,
             windows: Vec::new(),
             spacings: Vec::new(),
@@ -173,12 +193,13 @@ impl Default for Pacing {
 
 impl Pacing {
     /// GitHub's documented secondary limits as hard rules: 80 content-creating requests per
-    /// minute (smoothed, burst 8) and 500 per hour, 900 points per minute (GET 1, writes 5;
-    /// smoothed, burst 90), fewer than 100 concurrent requests. Windows carry a 0.5 s margin
-    /// (1 s for the hour). The points rule is shared by all endpoints (stricter than
-    /// GitHub's per-endpoint count); call [`WindowRule::per_endpoint`] on it to relax it.
-    /// GitHub's advice of ≥ 1 s between mutations is not included, as it caps creation below
-    /// the 80/min limit: add it with [`with_write_spacing`](Self::with_write_spacing).
+    /// minute and 500 per hour, 900 points per minute per endpoint (GET 1, writes 5; pass
+    /// [`Request::with_endpoint`](super::super::Request::with_endpoint) with the route
+    /// template), fewer than 100 concurrent requests. The per-minute rules are smoothed
+    /// (burst 8 creations, 90 points) and keep 10% headroom for P0; windows carry a 0.5 s
+    /// margin (1 s for the hour). GitHub's advice of ≥ 1 s between mutations is not
+    /// included, as it caps creation below the 80/min limit: add it with
+    /// [`with_write_spacing`](Self::with_write_spacing).
     pub fn github() -> Self {
         let ms = Duration::from_millis;
         Self {
@@ -192,6 +213,7 @@ impl Pacing {
                     Duration::from_secs(60),
                 )
                 .with_margin(ms(500))
+                .with_p0_headroom(8)
                 .smoothed(8),
                 WindowRule::new(
                     "content_creating_per_hour",
@@ -209,7 +231,9 @@ impl Pacing {
                     Duration::from_secs(60),
                 )
                 .with_margin(ms(500))
-                .smoothed(90),
+                .with_p0_headroom(90)
+                .smoothed(90)
+                .per_endpoint(),
             ],
             ..Self::default()
         }
@@ -229,6 +253,7 @@ impl Pacing {
         for w in &self.windows {
             w.validate()?;
         }
+        super::patterns::unit("pacing.even_spend_burst", self.even_spend_burst)?;
         if self.max_concurrent == Some(0) {
             return Err(PolicyError::new(
                 "pacing.max_concurrent",

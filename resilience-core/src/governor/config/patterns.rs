@@ -193,9 +193,12 @@ pub struct RetryWindows {
     /// Per-priority release windows after the block ends, `[start, end)`: P0 `[0, 0.5 s)`,
     /// P1 `[0.5 s, 3.5 s)`, P2 `[3.5 s, 9.5 s)`.
     pub windows: [(Duration, Duration); 3],
-    /// After a block, consecutive grants are at least this far apart until every blocked
-    /// waiter is released. Default 100 ms (at most 2 calls in any 100 ms).
+    /// After a block, consecutive grants are at least this far apart, so the released
+    /// waiters never go all at once. Default 50 ms (at most 2 calls in any 100 ms).
     pub release_spacing: Duration,
+    /// How long after a block grants stay paced by `release_spacing` (at least until the
+    /// last priority window closes). Default 60 s.
+    pub recovery: Duration,
 }
 
 impl Default for RetryWindows {
@@ -205,7 +208,8 @@ impl Default for RetryWindows {
             default_block: Duration::from_secs(60),
             reset_margin: Duration::from_secs(1),
             windows: [(ms(0), ms(500)), (ms(500), ms(3500)), (ms(3500), ms(9500))],
-            release_spacing: ms(100),
+            release_spacing: ms(50),
+            recovery: Duration::from_secs(60),
         }
     }
 }

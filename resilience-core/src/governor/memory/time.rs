@@ -1,0 +1,30 @@
+//! Internal time: `u64` nanoseconds on the governor's clock, cheap to compare and add.
+
+use std::time::Duration;
+
+/// Nanoseconds since the clock's origin.
+pub(crate) type Nanos = u64;
+
+/// Far enough in the future to mean "never" without overflowing additions of a few hours.
+pub(crate) const NEVER: Nanos = u64::MAX / 2;
+
+#[inline]
+pub(crate) fn ns(d: Duration) -> Nanos {
+    u64::try_from(d.as_nanos()).unwrap_or(NEVER).min(NEVER)
+}
+
+#[inline]
+pub(crate) fn dur(n: Nanos) -> Duration {
+    Duration::from_nanos(n)
+}
+
+/// `n` scaled by a share in `[0, 1]` (rounding up, so thresholds are never undercut).
+#[inline]
+pub(crate) fn share_ceil(n: u64, share: f64) -> u64 {
+    let v = (n as f64 * share).ceil();
+    if v.is_finite() && v >= 0.0 {
+        v as u64
+    } else {
+        0
+    }
+}
