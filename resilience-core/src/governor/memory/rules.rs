@@ -257,7 +257,7 @@ impl Rules {
                 }
                 _ => &mut r.shared,
             };
-            w.commit(now, units, &r.shape);
+            w.commit(now, units, &r.shape, env.priority == Priority::P0);
         }
         for s in &mut self.spacings {
             if s.selector.matches(kind) {

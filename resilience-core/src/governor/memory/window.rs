@@ -10,8 +10,11 @@ use std::collections::VecDeque;
 /// One window's state (shared, or one endpoint's).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Window {
-    log: VecDeque<(Nanos, u32)>,
+    /// `(time, units, by P0)` of every grant still in the window.
+    log: VecDeque<(Nanos, u32, bool)>,
     sum: u64,
+    /// Units granted to P0 still in the window (spent from its headroom first).
+    p0_sum: u64,
     tat: Nanos,
 }
 
@@ -32,12 +35,15 @@ pub(crate) struct Shape {
 
 impl Window {
     fn expire(&mut self, now: Nanos, span: Nanos) {
-        while let Some(&(t, u)) = self.log.front() {
+        while let Some(&(t, u, p0)) = self.log.front() {
             if t.saturating_add(span) > now {
                 break;
             }
             self.log.pop_front();
             self.sum -= u64::from(u);
+            if p0 {
+                self.p0_sum -= u64::from(u);
+            }
         }
     }
 
@@ -63,7 +69,7 @@ impl Window {
             // Free `need` units: the entry that completes them expires at its time + span.
             let mut freed = 0;
             at = NEVER;
-            for &(t, u) in &self.log {
+            for &(t, u, _) in &self.log {
                 freed += u64::from(u);
                 if freed >= need {
                     at = t.saturating_add(shape.span).max(now);
@@ -80,18 +86,29 @@ impl Window {
         at
     }
 
-    /// Records a grant of `units` at `now`.
-    pub(crate) fn commit(&mut self, now: Nanos, units: u32, shape: &Shape) {
+    /// Records a grant of `units` at `now`. A P0 grant is spent from the headroom first and
+    /// pushes the smoothed schedule of the others back only by what exceeds it.
+    pub(crate) fn commit(&mut self, now: Nanos, units: u32, shape: &Shape, p0: bool) {
         if units == 0 {
             return;
         }
-        self.log.push_back((now, units));
-        self.sum += u64::from(units);
-        if let Some(interval) = shape.interval {
+        let units64 = u64::from(units);
+        self.expire(now, shape.span);
+        self.log.push_back((now, units, p0));
+        self.sum += units64;
+        let charged = if p0 {
+            let headroom = shape.limit - shape.shared_limit;
+            let over_before = self.p0_sum.saturating_sub(headroom);
+            self.p0_sum += units64;
+            self.p0_sum.saturating_sub(headroom) - over_before
+        } else {
+            units64
+        };
+        if let (Some(interval), true) = (shape.interval, charged > 0) {
             self.tat = self
                 .tat
                 .max(now)
-                .saturating_add(interval.saturating_mul(u64::from(units)));
+                .saturating_add(interval.saturating_mul(charged));
         }
     }
 
@@ -133,7 +150,7 @@ mod tests {
         let mut w = Window::default();
         for i in 0..80 {
             assert_eq!(w.earliest(i * S / 10, 1, &sh, false), i * S / 10);
-            w.commit(i * S / 10, 1, &sh);
+            w.commit(i * S / 10, 1, &sh, false);
         }
         // The 81st must wait until the first grant (t = 0) leaves the window.
         assert_eq!(w.earliest(8 * S, 1, &sh, false), 60 * S);
@@ -146,7 +163,7 @@ mod tests {
         let sh = shape(10, 2, None);
         let mut w = Window::default();
         for _ in 0..8 {
-            w.commit(0, 1, &sh);
+            w.commit(0, 1, &sh, false);
         }
         assert_eq!(w.earliest(S, 1, &sh, false), 60 * S);
         assert_eq!(w.earliest(S, 2, &sh, true), S);
@@ -160,22 +177,40 @@ mod tests {
         let mut w = Window::default();
         for _ in 0..5 {
             assert_eq!(w.earliest(0, 1, &sh, false), 0);
-            w.commit(0, 1, &sh);
+            w.commit(0, 1, &sh, false);
         }
         assert_eq!(w.earliest(0, 1, &sh, false), S);
-        w.commit(S, 1, &sh);
+        w.commit(S, 1, &sh, false);
         assert_eq!(w.earliest(S, 1, &sh, false), 2 * S);
-        // P0 is not smoothed, but its grant pushes the others back.
+        // P0 is not smoothed, and without headroom its grant pushes the others back.
         assert_eq!(w.earliest(S, 1, &sh, true), S);
-        w.commit(S, 1, &sh);
+        w.commit(S, 1, &sh, true);
         assert_eq!(w.earliest(S, 1, &sh, false), 3 * S);
+    }
+
+    #[test]
+    fn g8_p0_spends_its_headroom_without_pushing_the_others_back() {
+        // 62 per minute, 2 for P0: the others are smoothed at 60/min (one per second).
+        let sh = shape(62, 2, Some(1));
+        let mut w = Window::default();
+        w.commit(0, 1, &sh, false);
+        assert_eq!(w.earliest(0, 1, &sh, false), S);
+        w.commit(0, 1, &sh, true);
+        w.commit(0, 1, &sh, true);
+        assert_eq!(w.earliest(0, 1, &sh, false), S, "headroom use is free");
+        w.commit(0, 1, &sh, true);
+        assert_eq!(
+            w.earliest(0, 1, &sh, false),
+            2 * S,
+            "beyond it, P0 pushes back"
+        );
     }
 
     #[test]
     fn oversized_requests_wait_for_an_empty_window() {
         let sh = shape(5, 0, None);
         let mut w = Window::default();
-        w.commit(0, 2, &sh);
+        w.commit(0, 2, &sh, false);
         assert_eq!(w.earliest(S, 9, &sh, false), 60 * S);
         let mut empty = Window::default();
         assert_eq!(empty.earliest(S, 9, &sh, false), S);
