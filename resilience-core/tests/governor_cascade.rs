@@ -74,12 +74,12 @@ fn g4_clears_after_the_block_lifts_and_three_good_responses() {
     let rig = Rig::new(light_only());
     let agents = limit_three(&rig);
     rig.advance(secs(20));
-    for i in 0..3 {
+    for (i, &a) in agents.iter().enumerate() {
         assert!(
             rig.gov.snapshot(rig.core).unwrap().sequential,
             "still on after {i}"
         );
-        let g = go(rig.decide(agents[i], &Request::read()));
+        let g = go(rig.decide(a, &Request::read()));
         rig.advance(ms(200));
         rig.gov.observe(g, &rig.ok(4000, 5000, 3600));
         rig.advance(ms(50));
