@@ -219,6 +219,10 @@ pub struct Wait {
     pub ticket: Ticket,
     /// Why.
     pub reason: WaitReason,
+    /// The resource's granted-cost total when this wait was decided. With
+    /// [`Grant::ledger`] it orders waits against grants (each grant's ledger is larger than
+    /// that of every decision before it), e.g. to audit priority order from outside.
+    pub ledger: u64,
 }
 
 /// The two refusals, as [`ResilienceError`] names them.

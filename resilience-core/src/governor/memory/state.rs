@@ -288,6 +288,7 @@ impl ResourceState {
             delay: dur(at - now),
             ticket: Ticket::new(self.id, agent, id),
             reason: reason.unwrap_or(WaitReason::Queue),
+            ledger: self.quota.ledger,
         })
     }
 
