@@ -209,3 +209,26 @@ fn g8_bad_rules_are_rejected_with_the_field_named() {
     let err = rig.gov.add_resource("bad", cfg).unwrap_err();
     assert!(err.to_string().contains("p0_headroom"), "{err}");
 }
+
+#[test]
+fn g8_per_endpoint_windows_stay_bounded_and_correct_with_many_endpoints() {
+    let mut cfg = github_pacing_only();
+    cfg.pacing.windows.retain(|w| w.measure == Measure::Points);
+    cfg.pacing.windows[0].smooth_burst = None;
+    cfg.pacing.windows[0].p0_headroom = 0;
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P1);
+    // Fill one endpoint, then touch 2000 others (older ones are compacted away)...
+    for _ in 0..180 {
+        let g = go(rig.decide(a, &Request::write().with_endpoint("/hot")));
+        rig.gov.release(g);
+    }
+    for i in 0..2000 {
+        let name = format!("/cold/{i}");
+        let g = go(rig.decide(a, &Request::read().with_endpoint(&name)));
+        rig.gov.release(g);
+    }
+    // ...the full one is still full.
+    let w = wait(rig.decide(a, &Request::write().with_endpoint("/hot")));
+    assert_eq!(w.until, ms(60_500));
+}

@@ -7,6 +7,8 @@
 mod block;
 mod breaker;
 mod cascade;
+mod endpoints;
+mod fast;
 mod observe;
 mod pool;
 mod queue;
@@ -216,7 +218,7 @@ impl GovernorStore for InProcessStore {
         };
         let ticket = ticket.filter(|t| t.agent() == agent && t.resource() == resource);
         cell.lock()
-            .decide(agent, request, ticket.map(Ticket::id), ns(now))
+            .decide(agent, request, ticket.map(Ticket::id), ns(now), now)
     }
 
     fn cancel(&self, ticket: &Ticket, _now: Duration) {

@@ -61,6 +61,7 @@ impl ResourceState {
         } else if applied.limit_changed {
             self.pool.set_limit(self.quota.limit, &self.cfg.token_pool);
         }
+        self.note_zone();
 
         match limited {
             Some(kind) => self.on_limited(agent, kind, obs, now, downstream),

@@ -140,6 +140,20 @@ impl Pool {
         self.total_hold = self.total_hold - before + u.hold();
     }
 
+    /// Charges `cost` to a live, active agent on the fast path and renews its lease; returns
+    /// the upstream agent that warned it, if the warning is current.
+    #[inline(always)]
+    pub fn charge_fast(&mut self, agent: AgentId, cost: u64, now: Nanos) -> Option<AgentId> {
+        let u = self.usages.get_mut(agent.0 as usize)?.as_mut()?;
+        let before = u.hold();
+        u.used = u.used.saturating_add(cost);
+        u.inflight = u.inflight.saturating_add(1);
+        u.last_seen = now;
+        u.last_active = now;
+        self.total_hold = self.total_hold - before + u.hold();
+        u.warned.filter(|&(_, until)| until > now).map(|(by, _)| by)
+    }
+
     /// Quota not held by anyone.
     #[inline]
     pub fn free(&self, remaining: u64) -> u64 {

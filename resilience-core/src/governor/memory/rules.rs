@@ -8,10 +8,9 @@ use super::super::decision::WaitReason;
 use super::super::priority::Priority;
 use super::super::request::Request;
 use super::super::store::Zone;
+use super::endpoints::Endpoints;
 use super::time::{ns, share_ceil, Nanos};
 use super::window::{Shape, Window};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// Why the earliest time is what it is, cheap to carry on the fast path.
@@ -50,7 +49,8 @@ struct RuleState {
     shape: Shape,
     per_endpoint: bool,
     shared: Window,
-    by_endpoint: HashMap<Box<str>, Window, BuildHasherDefault<Fnv>>,
+    /// Indexed by endpoint id.
+    by_endpoint: Vec<Window>,
 }
 
 impl std::fmt::Debug for RuleState {
@@ -74,6 +74,8 @@ struct SpaceState {
 #[derive(Debug)]
 pub(crate) struct Rules {
     windows: Vec<RuleState>,
+    endpoints: Endpoints,
+    any_per_endpoint: bool,
     spacings: Vec<SpaceState>,
     max_concurrent: u32,
     poll: Nanos,
@@ -113,7 +115,7 @@ impl Rules {
                     },
                     per_endpoint: w.per_endpoint,
                     shared: Window::default(),
-                    by_endpoint: HashMap::default(),
+                    by_endpoint: Vec::new(),
                 }
             })
             .collect();
@@ -129,6 +131,8 @@ impl Rules {
             .collect();
         Self {
             windows,
+            endpoints: Endpoints::default(),
+            any_per_endpoint: p.windows.iter().any(|w| w.per_endpoint),
             spacings,
             max_concurrent: p.max_concurrent.unwrap_or(u32::MAX),
             poll: ns(p.poll_interval),
@@ -141,6 +145,38 @@ impl Rules {
             last_below_p0: None,
             last_any: None,
         }
+    }
+
+    /// Drops endpoints whose windows count nothing any more (bounded memory).
+    #[cold]
+    fn compact(&mut self, now: Nanos) {
+        let windows = &mut self.windows;
+        let old = self.endpoints.retain(|id| {
+            windows.iter_mut().any(|r| {
+                let span = r.shape.span;
+                r.by_endpoint
+                    .get_mut(id as usize)
+                    .is_some_and(|w| !w.is_idle(now, span))
+            })
+        });
+        for r in &mut self.windows {
+            let mut taken = std::mem::take(&mut r.by_endpoint);
+            r.by_endpoint = old
+                .iter()
+                .map(|&id| {
+                    taken
+                        .get_mut(id as usize)
+                        .map(std::mem::take)
+                        .unwrap_or_default()
+                })
+                .collect();
+        }
+    }
+
+    /// Whether no window, spacing or concurrency rule is configured.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty() && self.spacings.is_empty() && self.max_concurrent == u32::MAX
     }
 
     /// The re-ask interval for waits with no known end.
@@ -178,16 +214,22 @@ impl Rules {
         };
         let p0 = env.priority == Priority::P0;
         let kind = req.kind();
+        let endpoint = match req.endpoint() {
+            Some(e) if self.any_per_endpoint => self.endpoints.find(e),
+            _ => None,
+        };
         for (i, r) in self.windows.iter_mut().enumerate() {
             if !r.selector.matches(kind) {
                 continue;
             }
             let units = units(r.measure, req);
-            let w = match (r.per_endpoint, req.endpoint()) {
-                (true, Some(e)) => match r.by_endpoint.get_mut(e) {
+            let w = match (r.per_endpoint, req.endpoint(), endpoint) {
+                (true, Some(_), Some(id)) => match r.by_endpoint.get_mut(id as usize) {
                     Some(w) => w,
                     None => continue,
                 },
+                // A new endpoint: its windows are empty.
+                (true, Some(_), None) => continue,
                 _ => &mut r.shared,
             };
             bump(w.earliest(now, units, &r.shape, p0), Why::Window(i as u16));
@@ -242,18 +284,26 @@ impl Rules {
     pub fn commit(&mut self, req: &Request<'_>, env: &Env) {
         let now = env.now;
         let kind = req.kind();
+        let endpoint = match req.endpoint() {
+            Some(e) if self.any_per_endpoint => {
+                if self.endpoints.len() >= MAX_ENDPOINTS && self.endpoints.find(e).is_none() {
+                    self.compact(now);
+                }
+                Some(self.endpoints.get_or_insert(e) as usize)
+            }
+            _ => None,
+        };
         for r in &mut self.windows {
             if !r.selector.matches(kind) {
                 continue;
             }
             let units = units(r.measure, req);
-            let w = match (r.per_endpoint, req.endpoint()) {
-                (true, Some(e)) => {
-                    if !r.by_endpoint.contains_key(e) && r.by_endpoint.len() >= MAX_ENDPOINTS {
-                        let span = r.shape.span;
-                        r.by_endpoint.retain(|_, w| !w.is_idle(now, span));
+            let w = match (r.per_endpoint, endpoint) {
+                (true, Some(id)) => {
+                    if r.by_endpoint.len() <= id {
+                        r.by_endpoint.resize_with(id + 1, Window::default);
                     }
-                    r.by_endpoint.entry(e.into()).or_default()
+                    &mut r.by_endpoint[id]
                 }
                 _ => &mut r.shared,
             };
@@ -284,27 +334,5 @@ fn units(m: Measure, req: &Request<'_>) -> u32 {
         Measure::Requests => 1,
         Measure::Points => req.points(),
         Measure::Cost => req.cost(),
-    }
-}
-
-/// FNV-1a: endpoint names are short and not attacker-chosen keys of a long-lived table.
-#[derive(Default)]
-pub(crate) struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
     }
 }

@@ -19,6 +19,7 @@ use super::quota::Quota;
 use super::rules::{Env, Rules};
 use super::time::{dur, ns, Nanos, NEVER};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Leases, idleness and late tickets are checked at most this often.
 const SWEEP_EVERY: Nanos = 1_000_000_000;
@@ -48,7 +49,7 @@ pub(crate) struct ResourceState {
     pub inflight: u32,
     next_sweep: Nanos,
     /// `min(next_sweep, reset)`: maintenance is due at or after this.
-    due: Nanos,
+    pub(super) due: Nanos,
     /// `max(block end, recovery end)`: before this the fast path is off.
     pub calm_after: Nanos,
     last_zone: Zone,
@@ -152,8 +153,27 @@ impl ResourceState {
         }
     }
 
-    /// Decides one request. See the module docs.
+    /// Decides one request: the fast path if it applies, else the full decision.
+    #[inline]
     pub fn decide(
+        &mut self,
+        agent: AgentId,
+        req: &Request<'_>,
+        ticket: Option<u64>,
+        now: Nanos,
+        now_d: Duration,
+    ) -> Decision {
+        if ticket.is_none() {
+            if let Some(g) = self.fast(agent, req, now, now_d) {
+                return Decision::Go(g);
+            }
+        }
+        self.decide_slow(agent, req, ticket, now)
+    }
+
+    /// The full decision: maintenance, refusals, G1 delays, G6 release windows, the line.
+    #[cold]
+    fn decide_slow(
         &mut self,
         agent: AgentId,
         req: &Request<'_>,
@@ -176,8 +196,6 @@ impl ResourceState {
             .pool
             .effective_priority(agent, now, self.timing.promote_after);
         let cost = u64::from(req.cost());
-
-        // Fast path: green, calm, nobody in line.
         if ticket.is_none()
             && self.queue.is_empty()
             && now >= self.calm_after
@@ -354,6 +372,26 @@ impl ResourceState {
         })
     }
 
+    /// After a fast grant that changed the zone or anchored the window.
+    #[cold]
+    pub(super) fn after_grant(&mut self, now: Nanos) {
+        self.refresh(now);
+        self.note_zone();
+    }
+
+    pub(super) fn note_zone(&mut self) {
+        let zone = self.quota.zone();
+        if zone != self.last_zone {
+            tracing::info!(
+                resource = %self.name,
+                ?zone,
+                remaining = self.quota.remaining,
+                "governor: traffic light changed (G1)"
+            );
+            self.last_zone = zone;
+        }
+    }
+
     /// Charges every rule, the quota and the pool.
     #[inline]
     fn grant(&mut self, agent: AgentId, priority: Priority, req: &Request<'_>, env: &Env) -> Grant {
@@ -366,11 +404,7 @@ impl ResourceState {
         }
         self.pool.charge(agent, u64::from(req.cost()));
         self.inflight = self.inflight.saturating_add(1);
-        let zone = self.quota.zone();
-        if zone != self.last_zone {
-            tracing::info!(resource = %self.name, ?zone, remaining = self.quota.remaining, "governor: traffic light changed (G1)");
-            self.last_zone = zone;
-        }
+        self.note_zone();
         let warned = self
             .pool
             .get(agent)

@@ -10,7 +10,11 @@ pub(crate) const NEVER: Nanos = u64::MAX / 2;
 
 #[inline]
 pub(crate) fn ns(d: Duration) -> Nanos {
-    u64::try_from(d.as_nanos()).unwrap_or(NEVER).min(NEVER)
+    // u64 arithmetic (no u128): this runs on every decision.
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
+        .min(NEVER)
 }
 
 #[inline]
