@@ -248,6 +248,7 @@ impl RetryWindows {
 pub struct Leases {
     /// An agent silent (no acquire, observe or heartbeat) for this long is presumed dead: its
     /// unused reservations return to the pool and its place in line is dropped. Default 2 min.
+    /// (The in-process store checks leases at most once a second, on the next decision.)
     pub ttl: Duration,
     /// A waiter that does not come back within this long after its time is dropped from the
     /// line, so a crashed agent cannot hold others back. Default 5 s.

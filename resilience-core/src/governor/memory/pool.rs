@@ -137,7 +137,10 @@ impl Pool {
         u.used = u.used.saturating_add(cost);
         u.inflight = u.inflight.saturating_add(1);
         u.wanting_since = None;
-        self.total_hold = self.total_hold - before + u.hold();
+        self.total_hold = self
+            .total_hold
+            .saturating_sub(before)
+            .saturating_add(u.hold());
     }
 
     /// Charges `cost` to a live, active agent on the fast path and renews its lease; returns
@@ -150,7 +153,10 @@ impl Pool {
         u.inflight = u.inflight.saturating_add(1);
         u.last_seen = now;
         u.last_active = now;
-        self.total_hold = self.total_hold - before + u.hold();
+        self.total_hold = self
+            .total_hold
+            .saturating_sub(before)
+            .saturating_add(u.hold());
         u.warned.filter(|&(_, until)| until > now).map(|(by, _)| by)
     }
 

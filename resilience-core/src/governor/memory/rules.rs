@@ -240,10 +240,10 @@ impl Rules {
             }
         }
         if env.inflight >= self.max_concurrent {
-            bump(now + self.poll, Why::Concurrency);
+            bump(now.saturating_add(self.poll), Why::Concurrency);
         }
         if env.sequential && env.inflight > 0 {
-            bump(now + self.poll, Why::Sequential);
+            bump(now.saturating_add(self.poll), Why::Sequential);
         }
         if env.recovering {
             if let Some(last) = self.last_any {
