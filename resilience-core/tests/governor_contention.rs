@@ -40,7 +40,7 @@ fn inversions(seen: &[Seen]) -> usize {
 }
 
 #[test]
-fn no_priority_inversions_with_many_threads() {
+fn g1_g6_no_priority_inversions_with_many_threads() {
     let clock = ManualClock::new();
     let config = GovernorConfig {
         // Threads may lag behind virtual time; never drop them from the line for it.
@@ -161,7 +161,7 @@ proptest! {
     /// for slots P2 reads do not need): every job is served, no P2 is served while a P0
     /// waits, and no minute sees more creations than the rule allows.
     #[test]
-    fn no_priority_inversions_in_random_squads(spec in arb_jobs(), block_at in 0u64..120_000) {
+    fn g1_g6_g8_no_priority_inversions_in_random_squads(spec in arb_jobs(), block_at in 0u64..120_000) {
         let mut cfg = ResourceConfig::github();
         cfg.pacing.windows[0].limit = 12; // tight enough to queue
         cfg.pacing.windows[0].p0_headroom = 2;
