@@ -21,7 +21,7 @@
 //! assert_eq!(hits.unwrap(), [1, 2, 3]);
 //! ```
 
-pub use resilience_core::{backoff, breaker, clock, retry, sleep};
+pub use resilience_core::{backoff, breaker, clock, governor, retry, sleep};
 pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 pub use resilience_macros::retry_service_operation;
 

@@ -10,12 +10,15 @@
 //! - [`retry`]: the retry executor with the nesting guard and total deadline (R1, R2, R6–R8, R12);
 //! - [`sanitize`](mod@sanitize): redaction of secrets from error text (S1–S5);
 //! - [`registry`]: per-service wiring of policies and breakers (R9, R10);
+//! - [`governor`]: the Rate Governor that many agents consult before calling a shared,
+//!   rate-limited API (G1–G6, G8);
 //! - [`error`]: the framework's own refusals, [`ResilienceError`].
 
 pub mod backoff;
 pub mod breaker;
 pub mod clock;
 pub mod error;
+pub mod governor;
 pub mod registry;
 pub mod retry;
 pub mod sanitize;

@@ -1,0 +1,108 @@
+//! The governor's fast path (green light, no block, nobody in line) against the `governor`
+//! crate's `check()`, measured in one run.
+//!
+//! `cargo bench -p resilience-core --bench governor`
+
+// criterion_group! expands to undocumented functions.
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use resilience_core::clock::{Clock, ManualClock, MonotonicClock};
+use resilience_core::governor::{
+    AgentId, AssumedQuota, Decision, Governor, Priority, Request, ResourceConfig, ResourceId,
+};
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+/// A governor whose quota never runs low during a benchmark.
+fn ours(clock: impl Clock) -> (Governor, AgentId, ResourceId) {
+    let gov = Governor::builder().clock(clock).seed(1).build().unwrap();
+    let cfg = ResourceConfig {
+        quota: AssumedQuota {
+            limit: u64::MAX / 4,
+            window: Duration::from_secs(3600),
+        },
+        ..ResourceConfig::default()
+    };
+    let core = gov.add_resource("core", cfg).unwrap();
+    let agent = gov.register("picard", Priority::P1).unwrap();
+    (gov, agent, core)
+}
+
+fn fast_path(c: &mut Criterion) {
+    let mut g = c.benchmark_group("fast_path");
+
+    let quota = governor::Quota::per_second(NonZeroU32::MAX);
+    let limiter = governor::RateLimiter::direct(quota);
+    g.bench_function("governor_crate_check", |b| {
+        b.iter(|| black_box(limiter.check()).is_ok())
+    });
+
+    let req = Request::read();
+    let (gov, agent, core) = ours(ManualClock::new());
+    g.bench_function("decide_manual_clock", |b| {
+        b.iter(|| black_box(gov.decide(agent, core, &req)).is_go())
+    });
+
+    // With GitHub's rules (points per endpoint, smoothed windows): one call every 100 ms of
+    // virtual time, well inside the limits, so every call takes the fast path.
+    let clock = ManualClock::new();
+    let gov = Governor::builder()
+        .clock(clock.clone())
+        .seed(1)
+        .build()
+        .unwrap();
+    let mut github = ResourceConfig::github();
+    github.quota.limit = u64::MAX / 4;
+    let core = gov.add_resource("core", github).unwrap();
+    let agent = gov.register("picard", Priority::P0).unwrap();
+    let routed = Request::read().with_endpoint("/repos/{owner}/{repo}/git/blobs/{sha}");
+    g.bench_function("decide_github_rules_manual_clock", |b| {
+        b.iter(|| {
+            clock.advance(Duration::from_millis(100));
+            match gov.decide(agent, core, &routed) {
+                Decision::Go(grant) => gov.release(grant),
+                other => panic!("left the fast path: {other:?}"),
+            }
+        })
+    });
+
+    let (gov, agent, core) = ours(MonotonicClock::new());
+    g.bench_function("decide_monotonic_clock", |b| {
+        b.iter(|| black_box(gov.decide(agent, core, &req)).is_go())
+    });
+
+    let (gov, agent, core) = ours(MonotonicClock::new());
+    g.bench_function("decide_and_release_monotonic_clock", |b| {
+        b.iter(|| {
+            if let Decision::Go(grant) = gov.decide(agent, core, &req) {
+                gov.release(grant);
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, fast_path);
+
+fn calibrate(c: &mut Criterion) {
+    let mut g = c.benchmark_group("calibrate");
+    let m = parking_lot::Mutex::new(0u64);
+    g.bench_function("parking_lot_lock_unlock", |b| b.iter(|| *m.lock() += 1));
+    let clock = ManualClock::new();
+    g.bench_function("manual_clock_now", |b| b.iter(|| black_box(clock.now())));
+    let clock = MonotonicClock::new();
+    g.bench_function("monotonic_clock_now", |b| b.iter(|| black_box(clock.now())));
+    let fake = governor::clock::FakeRelativeClock::default();
+    let limiter = governor::RateLimiter::direct_with_clock(
+        governor::Quota::per_second(NonZeroU32::MAX),
+        fake,
+    );
+    g.bench_function("governor_crate_check_fake_clock", |b| {
+        b.iter(|| black_box(limiter.check()).is_ok())
+    });
+    g.finish();
+}
+criterion_group!(cal, calibrate);
+criterion_main!(benches, cal);

@@ -1,0 +1,83 @@
+//! G6 priority retry windows: one shared block-until time per resource, release times in
+//! each priority's jitter window after it, and paced grants while the blocked wave drains.
+
+use super::super::config::RetryWindows;
+use super::super::priority::Priority;
+use super::time::{ns, Nanos};
+
+#[derive(Debug, Clone)]
+pub(crate) struct Block {
+    /// Nothing is granted before this time.
+    pub until: Nanos,
+    /// Bumped whenever `until` moves, so waiters re-draw their release time.
+    pub epoch: u32,
+    /// Grants before this time are paced by `release_spacing`.
+    pub recovery_until: Nanos,
+    rng: fastrand::Rng,
+}
+
+impl Block {
+    pub fn new(seed: u64) -> Self {
+        Self {
+            until: 0,
+            epoch: 0,
+            recovery_until: 0,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    #[inline]
+    pub fn blocked(&self, now: Nanos) -> bool {
+        now < self.until
+    }
+
+    /// Extends the block to `until` (never shortens it); returns whether it moved.
+    pub fn extend(&mut self, until: Nanos, cfg: &RetryWindows) -> bool {
+        if until <= self.until {
+            return false;
+        }
+        self.until = until;
+        self.epoch = self.epoch.wrapping_add(1);
+        // Pace releases through every priority window, and for the recovery period.
+        let last = cfg.windows.iter().map(|w| ns(w.1)).max().unwrap_or(0);
+        let pace = last.max(ns(cfg.recovery));
+        self.recovery_until = self.recovery_until.max(until.saturating_add(pace));
+        true
+    }
+
+    /// A release time for a waiter of `priority`: the block's end plus a uniform draw from
+    /// the priority's window.
+    pub fn release_at(&mut self, priority: Priority, cfg: &RetryWindows) -> Nanos {
+        let (start, end) = cfg.windows[priority.index()];
+        let (start, end) = (ns(start), ns(end));
+        let jitter = if end > start {
+            self.rng.u64(0..end - start)
+        } else {
+            0
+        };
+        self.until.saturating_add(start).saturating_add(jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn g6_release_times_fall_in_each_priority_window() {
+        let cfg = RetryWindows::default();
+        let mut b = Block::new(7);
+        assert!(b.extend(60_000 * MS, &cfg));
+        assert!(!b.extend(30_000 * MS, &cfg), "a block is never shortened");
+        for _ in 0..1000 {
+            let p0 = b.release_at(Priority::P0, &cfg) - 60_000 * MS;
+            let p1 = b.release_at(Priority::P1, &cfg) - 60_000 * MS;
+            let p2 = b.release_at(Priority::P2, &cfg) - 60_000 * MS;
+            assert!(p0 < 500 * MS, "{p0}");
+            assert!((500 * MS..3_500 * MS).contains(&p1), "{p1}");
+            assert!((3_500 * MS..9_500 * MS).contains(&p2), "{p2}");
+        }
+        assert_eq!(b.recovery_until, 120_000 * MS);
+    }
+}

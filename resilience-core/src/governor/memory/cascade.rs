@@ -1,0 +1,101 @@
+//! G4 cascade detector: enough distinct agents limited within the window switches on
+//! sequential mode (one call in flight, priority order) until the limit clears: the block
+//! has lifted and `clear_after` consecutive good responses came back.
+
+use super::super::config::Cascade as CascadeCfg;
+use super::super::decision::AgentId;
+use super::time::{ns, Nanos};
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cascade {
+    limited: VecDeque<(Nanos, AgentId)>,
+    pub sequential: bool,
+    good: u32,
+}
+
+impl Cascade {
+    /// Records that `agent` was limited; returns true if this switched sequential mode on.
+    pub fn limited(&mut self, agent: AgentId, now: Nanos, cfg: &CascadeCfg) -> bool {
+        self.forget(now, cfg);
+        self.limited.push_back((now, agent));
+        self.good = 0;
+        let mut distinct: Vec<AgentId> = self.limited.iter().map(|&(_, a)| a).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if !self.sequential && distinct.len() >= cfg.agents as usize {
+            self.sequential = true;
+            return true;
+        }
+        false
+    }
+
+    /// A good response at `now`; `clear` says the block has lifted. Returns true if this
+    /// switched sequential mode off.
+    pub fn good(&mut self, clear: bool, cfg: &CascadeCfg) -> bool {
+        if !self.sequential || !clear {
+            return false;
+        }
+        self.good += 1;
+        if self.good >= cfg.clear_after {
+            self.sequential = false;
+            self.good = 0;
+            self.limited.clear();
+            return true;
+        }
+        false
+    }
+
+    /// Drops limits older than the window.
+    pub fn forget(&mut self, now: Nanos, cfg: &CascadeCfg) {
+        let window = ns(cfg.window);
+        while self
+            .limited
+            .front()
+            .is_some_and(|&(t, _)| now.saturating_sub(t) > window)
+        {
+            self.limited.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const S: Nanos = 1_000_000_000;
+
+    #[test]
+    fn g4_three_distinct_agents_within_30s_switch_on_sequential_mode() {
+        let cfg = CascadeCfg::default();
+        let mut c = Cascade::default();
+        assert!(!c.limited(AgentId(1), 0, &cfg));
+        assert!(!c.limited(AgentId(1), S, &cfg)); // the same agent again: still one
+        assert!(!c.limited(AgentId(2), 10 * S, &cfg));
+        assert!(c.limited(AgentId(3), 30 * S, &cfg));
+        assert!(c.sequential);
+    }
+
+    #[test]
+    fn g4_limits_spread_over_more_than_30s_do_not() {
+        let cfg = CascadeCfg::default();
+        let mut c = Cascade::default();
+        c.limited(AgentId(1), 0, &cfg);
+        c.limited(AgentId(2), 20 * S, &cfg);
+        assert!(!c.limited(AgentId(3), 31 * S, &cfg));
+        assert!(!c.sequential);
+    }
+
+    #[test]
+    fn g4_clears_after_three_good_responses_once_the_block_lifted() {
+        let cfg = CascadeCfg::default();
+        let mut c = Cascade::default();
+        for a in 0..3 {
+            c.limited(AgentId(a), 0, &cfg);
+        }
+        assert!(!c.good(false, &cfg)); // still blocked: does not count
+        assert!(!c.good(true, &cfg));
+        assert!(!c.good(true, &cfg));
+        assert!(c.good(true, &cfg));
+        assert!(!c.sequential);
+    }
+}

@@ -1,0 +1,186 @@
+//! What a response teaches one resource: the quota reading (G1, G8), the G3 breaker, and on
+//! a rate limit the G6 block, the G4 cascade log and the downstream warnings.
+
+use super::super::decision::{AgentId, Grant};
+use super::super::observation::{LimitKind, Observation, ResetAt, RetryAfter};
+use super::super::store::{Now, ObserveOutcome, Snapshot};
+use super::breaker::Change;
+use super::state::ResourceState;
+use super::time::{dur, ns, Nanos};
+use std::time::Duration;
+
+const NANOS_PER_SEC: u64 = 1_000_000_000;
+
+impl ResourceState {
+    /// Frees the in-flight slot of `grant`.
+    pub fn release(&mut self, grant: &Grant) {
+        if let Some(u) = self.pool.get_mut(grant.agent()) {
+            // A lease sweep may already have freed the slots of a presumed-dead agent.
+            if u.inflight > 0 {
+                u.inflight -= 1;
+                self.inflight = self.inflight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// G6: blocks until `until` (never shortens).
+    pub fn block_until(&mut self, until: Nanos, now: Nanos) -> bool {
+        let moved = self.block.extend(until, &self.cfg.retry_windows);
+        self.refresh(now);
+        moved
+    }
+
+    /// Applies an observation. `downstream` are the agents to warn if it is a rate limit.
+    pub fn observe(
+        &mut self,
+        agent: AgentId,
+        grant: Option<&Grant>,
+        obs: &Observation,
+        now: Now,
+        downstream: &[AgentId],
+    ) -> ObserveOutcome {
+        let n = ns(now.mono);
+        self.maintain(n);
+        if let Some(g) = grant {
+            self.release(g);
+        }
+        self.pool.touch(agent, n, false);
+        let limited = obs.limit_kind();
+        let reset_at = obs.reset().map(|r| reset_to_mono(r, now));
+        let applied = self.quota.apply(
+            obs.limit(),
+            obs.remaining(),
+            reset_at,
+            grant.map(Grant::ledger),
+            n,
+            &self.cfg.traffic_light,
+        );
+        if applied.new_window {
+            self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
+            self.breaker.new_window();
+        } else if applied.limit_changed {
+            self.pool.set_limit(self.quota.limit, &self.cfg.token_pool);
+        }
+        self.note_zone();
+
+        match limited {
+            Some(kind) => self.on_limited(agent, kind, obs, now, downstream),
+            None if obs.status() < 400 => {
+                if self.cascade.good(!self.block.blocked(n), &self.cfg.cascade) {
+                    tracing::info!(resource = %self.name, "governor: limit cleared, sequential mode off (G4)");
+                }
+                let ttr = self.quota.time_to_reset(n);
+                match self
+                    .breaker
+                    .observe(n, self.quota.remaining, ttr, &self.cfg.predictive)
+                {
+                    Change::Opened => tracing::warn!(
+                        resource = %self.name,
+                        remaining = self.quota.remaining,
+                        "governor: quota projected to run out before reset, throttling (G3)"
+                    ),
+                    Change::Closed => {
+                        tracing::info!(resource = %self.name, "governor: predictive breaker closed (G3)");
+                    }
+                    Change::None => {}
+                }
+            }
+            None => {}
+        }
+        self.refresh(n);
+        ObserveOutcome {
+            limited,
+            blocked_until: self.block.blocked(n).then(|| dur(self.block.until)),
+            sequential: self.cascade.sequential,
+            breaker_open: self.breaker.open,
+        }
+    }
+
+    fn on_limited(
+        &mut self,
+        agent: AgentId,
+        kind: LimitKind,
+        obs: &Observation,
+        now: Now,
+        downstream: &[AgentId],
+    ) {
+        let n = ns(now.mono);
+        let windows = &self.cfg.retry_windows;
+        if kind == LimitKind::Primary {
+            self.quota.exhaust();
+        }
+        // GitHub's documented order: retry-after; else the reset if the quota is spent; else
+        // a default (60 s).
+        let wait = match obs.retry_after() {
+            Some(RetryAfter::Delay(d)) => ns(d),
+            Some(RetryAfter::At(epoch)) => {
+                ns(Duration::from_secs(epoch)).saturating_sub(ns(now.unix))
+            }
+            None if kind == LimitKind::Primary && self.quota.reset_at.is_some() => self
+                .quota
+                .time_to_reset(n)
+                .saturating_add(ns(windows.reset_margin)),
+            None => ns(windows.default_block),
+        };
+        if self.block.extend(n.saturating_add(wait), windows) {
+            tracing::warn!(
+                resource = %self.name,
+                agent = agent.0,
+                ?kind,
+                block_s = dur(wait).as_secs_f64(),
+                "governor: rate limited; every agent waits, then is released by priority (G6)"
+            );
+        }
+        if self.cascade.limited(agent, n, &self.cfg.cascade) {
+            tracing::warn!(resource = %self.name, "governor: cascade detected, sequential mode on (G4)");
+        }
+        if self.cfg.predictive.open_on_limit && self.breaker.trip() == Change::Opened {
+            tracing::warn!(resource = %self.name, "governor: breaker opened on a rate limit (G3)");
+        }
+        let warn_until = n.saturating_add(ns(self.cfg.cascade.window));
+        for &d in downstream {
+            if let Some(u) = self.pool.get_mut(d) {
+                u.warned = Some((agent, warn_until));
+                tracing::warn!(
+                    resource = %self.name,
+                    upstream = agent.0,
+                    downstream = d.0,
+                    "governor: upstream agent rate limited; downstream warned (G4)"
+                );
+            }
+        }
+    }
+
+    /// The state for a snapshot.
+    pub fn snapshot(&mut self, now: Nanos) -> Snapshot {
+        self.maintain(now);
+        let limit = self.quota.limit;
+        Snapshot {
+            name: self.name.clone(),
+            limit,
+            remaining: self.quota.remaining,
+            reset_in: self.quota.reset_at.map(|r| dur(r.saturating_sub(now))),
+            zone: self.quota.zone(),
+            blocked_for: self.block.blocked(now).then(|| dur(self.block.until - now)),
+            breaker_open: self.breaker.open,
+            sequential: self.cascade.sequential,
+            in_flight: self.inflight,
+            waiters: self.queue.len(),
+            pool_free: self.pool.free(self.quota.remaining),
+            pool_size: self.pool.size(limit),
+            live_agents: self.pool.live(),
+        }
+    }
+}
+
+/// A reset reading on the monotonic clock.
+fn reset_to_mono(r: ResetAt, now: Now) -> Nanos {
+    let n = ns(now.mono);
+    match r {
+        ResetAt::Epoch(secs) => {
+            let at = secs.saturating_mul(NANOS_PER_SEC);
+            n.saturating_add(at.saturating_sub(ns(now.unix)))
+        }
+        ResetAt::After(secs) => n.saturating_add(secs.saturating_mul(NANOS_PER_SEC)),
+    }
+}

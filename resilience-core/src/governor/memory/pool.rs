@@ -1,0 +1,297 @@
+//! G2 shared token pool and G5 leases: each agent's reservation, use and liveness on one
+//! resource.
+//!
+//! An agent's *hold* is the unused part of its reservation while its lease is live and it is
+//! not idle. The pool's free quota is `remaining - sum(holds)`. Idle agents (no request for
+//! `idle_after`) donate their hold until they ask again; dead agents (silent past the lease)
+//! lose it for good, until they come back.
+
+use super::super::config::TokenPool;
+use super::super::decision::{AgentId, RefusalReason};
+use super::super::priority::Priority;
+use super::time::{share_ceil, Nanos};
+
+/// One agent's standing on one resource.
+#[derive(Debug, Clone)]
+pub(crate) struct Usage {
+    pub priority: Priority,
+    /// G5: the lease is live.
+    pub alive: bool,
+    /// G2: donating its hold.
+    pub idle: bool,
+    /// Last sign of life (any request, observation or heartbeat).
+    pub last_seen: Nanos,
+    /// Last request (idleness is about asking, not about observing).
+    pub last_active: Nanos,
+    /// Cost charged in this window.
+    pub used: u64,
+    /// Reservation in this window.
+    pub reserved: u64,
+    /// Granted calls not yet observed or released.
+    pub inflight: u32,
+    /// Since when its requests have been waiting or refused without a grant (G2 starvation).
+    pub wanting_since: Option<Nanos>,
+    /// G4: warned by this upstream agent until this time.
+    pub warned: Option<(AgentId, Nanos)>,
+}
+
+impl Usage {
+    #[inline]
+    pub fn hold(&self) -> u64 {
+        if self.alive && !self.idle {
+            self.reserved.saturating_sub(self.used)
+        } else {
+            0
+        }
+    }
+}
+
+/// All agents' usage of one resource.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pool {
+    usages: Vec<Option<Usage>>,
+    total_hold: u64,
+}
+
+impl Pool {
+    /// The usage of `agent`, if known here.
+    #[inline]
+    pub fn get(&self, agent: AgentId) -> Option<&Usage> {
+        self.usages.get(agent.0 as usize).and_then(Option::as_ref)
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, agent: AgentId) -> Option<&mut Usage> {
+        self.usages
+            .get_mut(agent.0 as usize)
+            .and_then(Option::as_mut)
+    }
+
+    /// Adds `agent` (live, with its reservation) if it is not known yet.
+    pub fn ensure(
+        &mut self,
+        agent: AgentId,
+        priority: Priority,
+        now: Nanos,
+        limit: u64,
+        cfg: &TokenPool,
+    ) {
+        let i = agent.0 as usize;
+        if self.usages.len() <= i {
+            self.usages.resize(i + 1, None);
+        }
+        if self.usages[i].is_none() {
+            self.usages[i] = Some(Usage {
+                priority,
+                alive: true,
+                idle: false,
+                last_seen: now,
+                last_active: now,
+                used: 0,
+                reserved: reservation(limit, priority, cfg),
+                inflight: 0,
+                wanting_since: None,
+                warned: None,
+            });
+            self.recompute();
+        }
+    }
+
+    /// Renews `agent`'s lease and activity; returns whether it came back from idle or dead
+    /// (so holds were recomputed).
+    #[inline]
+    pub fn touch(&mut self, agent: AgentId, now: Nanos, active: bool) -> bool {
+        let Some(u) = self.get_mut(agent) else {
+            return false;
+        };
+        u.last_seen = u.last_seen.max(now);
+        if active {
+            u.last_active = u.last_active.max(now);
+        }
+        let revived = !u.alive || (active && u.idle);
+        if revived {
+            u.alive = true;
+            if active {
+                u.idle = false;
+            }
+            tracing::debug!(
+                agent = agent.0,
+                "governor: agent active again, reservation held"
+            );
+            self.recompute();
+        }
+        revived
+    }
+
+    /// Charges `cost` to `agent`.
+    #[inline]
+    pub fn charge(&mut self, agent: AgentId, cost: u64) {
+        let Some(u) = self
+            .usages
+            .get_mut(agent.0 as usize)
+            .and_then(Option::as_mut)
+        else {
+            return;
+        };
+        let before = u.hold();
+        u.used = u.used.saturating_add(cost);
+        u.inflight = u.inflight.saturating_add(1);
+        u.wanting_since = None;
+        self.total_hold = self
+            .total_hold
+            .saturating_sub(before)
+            .saturating_add(u.hold());
+    }
+
+    /// Charges `cost` to a live, active agent on the fast path and renews its lease; returns
+    /// the upstream agent that warned it, if the warning is current.
+    #[inline(always)]
+    pub fn charge_fast(&mut self, agent: AgentId, cost: u64, now: Nanos) -> Option<AgentId> {
+        let u = self.usages.get_mut(agent.0 as usize)?.as_mut()?;
+        let before = u.hold();
+        u.used = u.used.saturating_add(cost);
+        u.inflight = u.inflight.saturating_add(1);
+        u.last_seen = now;
+        u.last_active = now;
+        self.total_hold = self
+            .total_hold
+            .saturating_sub(before)
+            .saturating_add(u.hold());
+        u.warned.filter(|&(_, until)| until > now).map(|(by, _)| by)
+    }
+
+    /// Quota not held by anyone.
+    #[inline]
+    pub fn free(&self, remaining: u64) -> u64 {
+        remaining.saturating_sub(self.total_hold)
+    }
+
+    /// The window's quota less all live reservations.
+    pub fn size(&self, limit: u64) -> u64 {
+        let reserved: u64 = self.iter().filter(|u| u.alive).map(|u| u.reserved).sum();
+        limit.saturating_sub(reserved)
+    }
+
+    /// Live agents.
+    pub fn live(&self) -> usize {
+        self.iter().filter(|u| u.alive).count()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Usage> {
+        self.usages.iter().flatten()
+    }
+
+    /// Every known agent with its usage.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (AgentId, &mut Usage)> {
+        self.usages
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, u)| Some((AgentId(i as u32), u.as_mut()?)))
+    }
+
+    /// Recomputes the total hold after liveness or reservations changed.
+    pub fn recompute(&mut self) {
+        self.total_hold = self.iter().map(Usage::hold).sum();
+    }
+
+    /// A new window: nothing used, reservations from the (possibly new) limit.
+    pub fn new_window(&mut self, limit: u64, cfg: &TokenPool) {
+        for (_, u) in self.iter_mut() {
+            u.used = 0;
+            u.reserved = reservation(limit, u.priority, cfg);
+        }
+        self.recompute();
+    }
+
+    /// The limit changed mid-window: re-size reservations.
+    pub fn set_limit(&mut self, limit: u64, cfg: &TokenPool) {
+        for (_, u) in self.iter_mut() {
+            u.reserved = reservation(limit, u.priority, cfg);
+        }
+        self.recompute();
+    }
+
+    /// The priority `agent` is served at: P2 starved past `promote_after` counts as P1.
+    #[inline]
+    pub fn effective_priority(&self, agent: AgentId, now: Nanos, promote_after: Nanos) -> Priority {
+        match self.get(agent) {
+            Some(u) if u.priority == Priority::P2 => match u.wanting_since {
+                Some(since) if now.saturating_sub(since) >= promote_after => Priority::P1,
+                _ => Priority::P2,
+            },
+            Some(u) => u.priority,
+            None => Priority::P2,
+        }
+    }
+
+    /// Marks `agent` as wanting since now, unless it already was.
+    pub fn wanting(&mut self, agent: AgentId, now: Nanos) {
+        if let Some(u) = self.get_mut(agent) {
+            u.wanting_since.get_or_insert(now);
+        }
+    }
+
+    /// G2 admission of `cost` for `agent` served at `priority`.
+    #[inline]
+    pub fn admit(
+        &self,
+        agent: AgentId,
+        priority: Priority,
+        cost: u64,
+        remaining: u64,
+        limit: u64,
+        cfg: &TokenPool,
+    ) -> Result<(), RefusalReason> {
+        let own = self.get(agent).map_or(0, Usage::hold);
+        let free = self.free(remaining);
+        match priority {
+            // P0 is served while anything remains (the caller checks remaining).
+            Priority::P0 => Ok(()),
+            Priority::P1 if cost <= own + free => Ok(()),
+            Priority::P1 => Err(RefusalReason::PoolEmpty),
+            Priority::P2 if cost <= own => Ok(()),
+            Priority::P2 => {
+                if free < share_ceil(self.size(limit), cfg.p2_yield_below) {
+                    Err(RefusalReason::PoolYield)
+                } else if cost <= own + free {
+                    Ok(())
+                } else {
+                    Err(RefusalReason::PoolEmpty)
+                }
+            }
+        }
+    }
+
+    /// G5 and G2 sweep: expires silent agents, marks idle ones. Returns the agents whose lease
+    /// expired now.
+    pub fn sweep(&mut self, now: Nanos, ttl: Nanos, idle_after: Nanos) -> Vec<AgentId> {
+        let mut expired = Vec::new();
+        let mut changed = false;
+        for (id, u) in self.iter_mut() {
+            if u.alive && now.saturating_sub(u.last_seen) >= ttl {
+                u.alive = false;
+                expired.push(id);
+                changed = true;
+            }
+            let idle = now.saturating_sub(u.last_active) >= idle_after;
+            if idle != u.idle {
+                u.idle = idle;
+                changed = true;
+            }
+        }
+        if changed {
+            self.recompute();
+        }
+        expired
+    }
+}
+
+fn reservation(limit: u64, p: Priority, cfg: &TokenPool) -> u64 {
+    let share = cfg.reservation[p.index()];
+    let v = (limit as f64 * share).floor();
+    if v.is_finite() && v >= 0.0 {
+        v as u64
+    } else {
+        0
+    }
+}

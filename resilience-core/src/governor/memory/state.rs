@@ -1,0 +1,417 @@
+//! One resource's whole state and its decisions: the fast path (green, calm, nobody in
+//! line: one pass over the pacing rules) and the slow path (refusals, G1 delays, G6 release
+//! windows, the line).
+
+use super::super::config::ResourceConfig;
+use super::super::decision::{
+    AgentId, Decision, Grant, Refusal, RefusalKind, RefusalReason, ResourceId, Ticket, Wait,
+    WaitReason,
+};
+use super::super::priority::Priority;
+use super::super::request::Request;
+use super::super::store::Zone;
+use super::block::Block;
+use super::breaker::Breaker;
+use super::cascade::Cascade;
+use super::pool::Pool;
+use super::queue::{Queue, Waiter};
+use super::quota::Quota;
+use super::rules::{Env, Rules};
+use super::time::{dur, ns, Nanos, NEVER};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Leases, idleness and late tickets are checked at most this often.
+const SWEEP_EVERY: Nanos = 1_000_000_000;
+
+/// Settings in nanoseconds, read on every decision.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub lease_ttl: Nanos,
+    pub ticket_grace: Nanos,
+    pub idle_after: Nanos,
+    pub promote_after: Nanos,
+}
+
+#[derive(Debug)]
+pub(crate) struct ResourceState {
+    pub id: ResourceId,
+    pub name: Arc<str>,
+    pub cfg: ResourceConfig,
+    pub timing: Timing,
+    pub quota: Quota,
+    pub pool: Pool,
+    pub breaker: Breaker,
+    pub cascade: Cascade,
+    pub block: Block,
+    pub rules: Rules,
+    pub queue: Queue,
+    pub inflight: u32,
+    next_sweep: Nanos,
+    /// `min(next_sweep, reset)`: maintenance is due at or after this.
+    pub(super) due: Nanos,
+    /// `max(block end, recovery end)`: before this the fast path is off.
+    pub calm_after: Nanos,
+    last_zone: Zone,
+}
+
+impl ResourceState {
+    pub fn new(
+        id: ResourceId,
+        name: Arc<str>,
+        cfg: ResourceConfig,
+        timing: Timing,
+        seed: u64,
+    ) -> Self {
+        let rules = Rules::new(
+            &cfg.pacing,
+            &cfg.traffic_light,
+            ns(cfg.retry_windows.release_spacing),
+        );
+        Self {
+            id,
+            name,
+            quota: Quota::new(&cfg.quota, &cfg.traffic_light),
+            pool: Pool::default(),
+            breaker: Breaker::default(),
+            cascade: Cascade::default(),
+            block: Block::new(seed),
+            rules,
+            queue: Queue::default(),
+            inflight: 0,
+            next_sweep: 0,
+            due: 0,
+            calm_after: 0,
+            last_zone: Zone::Green,
+            timing,
+            cfg,
+        }
+    }
+
+    /// Adds an agent (all agents are known to all resources).
+    pub fn ensure_agent(&mut self, agent: AgentId, priority: Priority, now: Nanos) {
+        self.pool
+            .ensure(agent, priority, now, self.quota.limit, &self.cfg.token_pool);
+    }
+
+    /// Window reset, lease and idle sweep, late tickets.
+    pub fn maintain(&mut self, now: Nanos) {
+        if self.quota.expired(now) {
+            self.quota.roll();
+            self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
+            self.breaker.new_window();
+            tracing::debug!(resource = %self.name, "governor: quota window reset");
+        }
+        if now >= self.next_sweep {
+            let expired = self
+                .pool
+                .sweep(now, self.timing.lease_ttl, self.timing.idle_after);
+            for agent in expired {
+                if let Some(u) = self.pool.get_mut(agent) {
+                    // Its calls in flight will never be reported: free their slots.
+                    self.inflight = self.inflight.saturating_sub(u.inflight);
+                    u.inflight = 0;
+                }
+                self.queue.remove_agent(agent);
+                tracing::info!(
+                    resource = %self.name,
+                    agent = agent.0,
+                    "governor: lease expired, unused reservation returned to the pool (G5)"
+                );
+            }
+            self.queue.expire(now, self.timing.ticket_grace);
+            self.cascade.forget(now, &self.cfg.cascade);
+            self.next_sweep = now.saturating_add(SWEEP_EVERY);
+        }
+        self.refresh(now);
+    }
+
+    /// Recomputes the cached thresholds of the fast path.
+    pub fn refresh(&mut self, now: Nanos) {
+        self.due = self.next_sweep.min(self.quota.reset_at.unwrap_or(NEVER));
+        self.calm_after = self.block.until.max(self.block.recovery_until);
+        let _ = now;
+    }
+
+    fn env(&self, now: Nanos, priority: Priority) -> Env {
+        let zone = self.quota.zone();
+        let slow = zone != Zone::Green || self.breaker.open;
+        Env {
+            now,
+            priority,
+            zone,
+            breaker_open: self.breaker.open,
+            sequential: self.cascade.sequential,
+            recovering: now < self.block.recovery_until,
+            inflight: self.inflight,
+            sustain: if slow {
+                self.quota.time_to_reset(now) / self.quota.remaining.max(1)
+            } else {
+                0
+            },
+            limit: self.quota.limit,
+        }
+    }
+
+    /// Decides one request: the fast path if it applies, else the full decision.
+    #[inline]
+    pub fn decide(
+        &mut self,
+        agent: AgentId,
+        req: &Request<'_>,
+        ticket: Option<u64>,
+        now: Nanos,
+        now_d: Duration,
+    ) -> Decision {
+        if ticket.is_none() {
+            if let Some(g) = self.fast(agent, req, now, now_d) {
+                return Decision::Go(g);
+            }
+        }
+        self.decide_slow(agent, req, ticket, now)
+    }
+
+    /// The full decision: maintenance, refusals, G1 delays, G6 release windows, the line.
+    #[cold]
+    fn decide_slow(
+        &mut self,
+        agent: AgentId,
+        req: &Request<'_>,
+        ticket: Option<u64>,
+        now: Nanos,
+    ) -> Decision {
+        if now >= self.due {
+            self.maintain(now);
+        }
+        let Some(u) = self.pool.get_mut(agent) else {
+            return self.refuse(RefusalKind::Shed, RefusalReason::Unregistered, 0);
+        };
+        if u.alive && !u.idle {
+            u.last_seen = now;
+            u.last_active = now;
+        } else {
+            self.pool.touch(agent, now, true);
+        }
+        let priority = self
+            .pool
+            .effective_priority(agent, now, self.timing.promote_after);
+        let cost = u64::from(req.cost());
+        if ticket.is_none()
+            && self.queue.is_empty()
+            && now >= self.calm_after
+            && self.quota.is_green()
+            && !self.breaker.open
+            && !self.cascade.sequential
+            && cost <= self.quota.remaining
+            && self
+                .pool
+                .admit(
+                    agent,
+                    priority,
+                    cost,
+                    self.quota.remaining,
+                    self.quota.limit,
+                    &self.cfg.token_pool,
+                )
+                .is_ok()
+        {
+            let env = self.env(now, priority);
+            if self.rules.earliest(req, &env).0 <= now {
+                return Decision::Go(self.grant(agent, priority, req, &env));
+            }
+        }
+        self.slow(agent, priority, req, ticket, now)
+    }
+
+    fn slow(
+        &mut self,
+        agent: AgentId,
+        priority: Priority,
+        req: &Request<'_>,
+        ticket: Option<u64>,
+        now: Nanos,
+    ) -> Decision {
+        let old = ticket.and_then(|id| self.queue.get(id, agent)).cloned();
+        let mut w = old.clone().unwrap_or_else(|| Waiter {
+            id: self.queue.next_id(),
+            agent,
+            priority,
+            enqueued: now,
+            not_before: now.saturating_add(self.amber_delay(priority)),
+            released_by_block: false,
+            block_epoch: u32::MAX,
+            until: now,
+        });
+        w.priority = priority;
+
+        if let Some((kind, reason, retry)) = self.refusal(agent, priority, req, now) {
+            self.queue.remove(w.id);
+            self.pool.wanting(agent, now);
+            tracing::debug!(resource = %self.name, agent = agent.0, %reason, "governor: refused");
+            return self.refuse(kind, reason, retry);
+        }
+
+        // G6: inside a block every waiter draws a release time in its priority's window.
+        if self.block.blocked(now) && w.block_epoch != self.block.epoch {
+            let release = self.block.release_at(priority, &self.cfg.retry_windows);
+            w.not_before = w.not_before.max(release);
+            w.released_by_block = true;
+            w.block_epoch = self.block.epoch;
+        }
+
+        let env = self.env(now, priority);
+        let (rules_at, why) = self.rules.earliest(req, &env);
+        let (mut at, mut reason) = if w.not_before > rules_at && w.not_before > now {
+            let r = if w.released_by_block {
+                WaitReason::Blocked
+            } else {
+                WaitReason::Amber
+            };
+            (w.not_before, Some(r))
+        } else if rules_at > now {
+            (rules_at, Some(self.rules.reason(why)))
+        } else {
+            (now, None)
+        };
+        let ahead = self.queue.ahead(w.id, priority, now);
+
+        if at <= now && ahead.is_none() {
+            self.queue.remove(w.id);
+            return Decision::Go(self.grant(agent, priority, req, &env));
+        }
+        if let Some(t) = ahead {
+            if t >= at {
+                at = t;
+                reason = Some(WaitReason::Queue);
+            }
+        }
+        if at <= now {
+            // Held back by a waiter that is due now: ask again shortly.
+            at = now.saturating_add(self.rules.poll());
+            reason.get_or_insert(WaitReason::Queue);
+        }
+        if let Some(max) = req.max_wait() {
+            if at.saturating_sub(w.enqueued) > ns(max) {
+                self.queue.remove(w.id);
+                self.pool.wanting(agent, now);
+                return self.refuse(RefusalKind::Shed, RefusalReason::MaxWait, at - now);
+            }
+        }
+        w.until = at;
+        let id = w.id;
+        self.queue.upsert(w);
+        self.pool.wanting(agent, now);
+        Decision::Wait(Wait {
+            until: dur(at),
+            delay: dur(at - now),
+            ticket: Ticket::new(self.id, agent, id),
+            reason: reason.unwrap_or(WaitReason::Queue),
+            ledger: self.quota.ledger,
+        })
+    }
+
+    /// G1 amber delay for a new request at `priority`: 0 at the onset, the maximum at red.
+    fn amber_delay(&self, priority: Priority) -> Nanos {
+        if self.quota.zone() != Zone::Amber {
+            return 0;
+        }
+        let light = &self.cfg.traffic_light;
+        let onset = match priority {
+            Priority::P0 => return 0,
+            Priority::P1 => light.p1_amber_onset,
+            Priority::P2 => light.green,
+        };
+        let ratio = self.quota.ratio();
+        if ratio >= onset || onset <= light.red {
+            return 0;
+        }
+        let frac = ((onset - ratio) / (onset - light.red)).clamp(0.0, 1.0);
+        (ns(light.amber_max_delay) as f64 * frac) as Nanos
+    }
+
+    /// Refusals, checked on every ask: spent quota, G1 red, G3 open, G2 pool.
+    fn refusal(
+        &self,
+        agent: AgentId,
+        priority: Priority,
+        req: &Request<'_>,
+        now: Nanos,
+    ) -> Option<(RefusalKind, RefusalReason, Nanos)> {
+        let cost = u64::from(req.cost());
+        let ttr = self.quota.time_to_reset(now);
+        if cost > self.quota.remaining {
+            return Some((RefusalKind::Paused, RefusalReason::Exhausted, ttr));
+        }
+        if priority == Priority::P2 && self.quota.zone() == Zone::Red {
+            return Some((RefusalKind::Paused, RefusalReason::RedLight, ttr));
+        }
+        if priority == Priority::P2 && self.breaker.open {
+            let retry = ttr.min(ns(self.cfg.predictive.horizon));
+            return Some((RefusalKind::Shed, RefusalReason::Predictive, retry));
+        }
+        let pool = &self.cfg.token_pool;
+        match self.pool.admit(
+            agent,
+            priority,
+            cost,
+            self.quota.remaining,
+            self.quota.limit,
+            pool,
+        ) {
+            Ok(()) => None,
+            Err(reason) => Some((RefusalKind::Shed, reason, ttr.min(ns(pool.idle_after)))),
+        }
+    }
+
+    fn refuse(&self, kind: RefusalKind, reason: RefusalReason, retry: Nanos) -> Decision {
+        Decision::Refuse(Refusal {
+            kind,
+            reason,
+            resource: self.name.clone(),
+            retry_after: dur(retry),
+        })
+    }
+
+    /// After a fast grant that changed the zone or anchored the window.
+    #[cold]
+    pub(super) fn after_grant(&mut self, now: Nanos) {
+        self.refresh(now);
+        self.note_zone();
+    }
+
+    pub(super) fn note_zone(&mut self) {
+        let zone = self.quota.zone();
+        if zone != self.last_zone {
+            tracing::info!(
+                resource = %self.name,
+                ?zone,
+                remaining = self.quota.remaining,
+                "governor: traffic light changed (G1)"
+            );
+            self.last_zone = zone;
+        }
+    }
+
+    /// Charges every rule, the quota and the pool.
+    #[inline]
+    fn grant(&mut self, agent: AgentId, priority: Priority, req: &Request<'_>, env: &Env) -> Grant {
+        let now = env.now;
+        self.rules.commit(req, env);
+        let anchored = self.quota.reset_at.is_some();
+        let ledger = self.quota.charge(u64::from(req.cost()), now);
+        if !anchored {
+            self.refresh(now);
+        }
+        self.pool.charge(agent, u64::from(req.cost()));
+        self.inflight = self.inflight.saturating_add(1);
+        self.note_zone();
+        let warned = self
+            .pool
+            .get(agent)
+            .and_then(|u| u.warned)
+            .filter(|&(_, until)| until > now)
+            .map(|(by, _)| by);
+        Grant::new(self.id, agent, priority, req.cost(), ledger, dur(now))
+            .with_upstream_limited(warned)
+    }
+}

@@ -1,0 +1,148 @@
+//! G3 predictive breaker: throttles before the 429 when the consumption rate projects
+//! exhaustion before reset within the horizon; closes after 3 good observations.
+
+mod governor_support;
+
+use governor_support::*;
+use resilience_core::governor::{
+    Observation, Priority, RefusalKind, RefusalReason, Request, ResourceConfig, WaitReason,
+};
+use std::time::Duration;
+
+fn breaker_only() -> ResourceConfig {
+    let mut c = light_only();
+    c.predictive.min_samples = 3;
+    c.predictive.open_on_limit = true;
+    c
+}
+
+/// Readings of 2500, 2400, 2300 of 5000 one second apart: 100/s, 23 s of quota left.
+fn burn(rig: &Rig, a: resilience_core::governor::AgentId) -> bool {
+    let mut open = false;
+    for r in [2500, 2400, 2300] {
+        open = rig
+            .gov
+            .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600))
+            .breaker_open;
+        rig.advance(S);
+    }
+    open
+}
+
+#[test]
+fn g3_opens_before_the_429_when_exhaustion_is_projected_within_30s() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    assert!(burn(&rig, a));
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert!(s.breaker_open);
+    assert_eq!(
+        s.zone,
+        resilience_core::governor::Zone::Green,
+        "the light alone sees no trouble"
+    );
+}
+
+#[test]
+fn g3_a_slower_burn_does_not_open() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    for r in [2500, 2450, 2400] {
+        // 50/s: 48 s of quota left, beyond the 30 s horizon.
+        assert!(
+            !rig.gov
+                .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600))
+                .breaker_open
+        );
+        rig.advance(S);
+    }
+}
+
+#[test]
+fn g3_open_sheds_background_paces_standard_and_passes_critical() {
+    let rig = Rig::new(breaker_only());
+    let p0 = rig.agent("picard", Priority::P0);
+    let p1 = rig.agent("data", Priority::P1);
+    let p2 = rig.agent("ralph", Priority::P2);
+    assert!(burn(&rig, p1));
+    let r = refused(rig.decide(p2, &Request::read()));
+    assert_eq!(
+        (r.kind, r.reason),
+        (RefusalKind::Shed, RefusalReason::Predictive)
+    );
+    assert_eq!(r.retry_after, secs(30));
+    let g = go(rig.decide(p1, &Request::read()));
+    rig.gov.release(g);
+    let w = wait(rig.decide(p1, &Request::read()));
+    assert_eq!(w.reason, WaitReason::Predictive);
+    // Spend what is left evenly until reset: (3600 - 3) s / 2299 per call.
+    let reset_in = secs(3600) - secs(3);
+    assert_eq!(
+        w.delay,
+        Duration::from_nanos(reset_in.as_nanos() as u64 / 2299)
+    );
+    rig.gov.cancel(&w.ticket);
+    for _ in 0..10 {
+        let g = go(rig.decide(p0, &Request::read()));
+        rig.gov.release(g);
+    }
+}
+
+#[test]
+fn g3_closes_after_three_good_observations() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    let p2 = rig.agent("ralph", Priority::P2);
+    assert!(burn(&rig, a));
+    rig.advance(secs(20)); // the burst is out of the 10 s rate window
+    let mut states = Vec::new();
+    for r in [2290, 2289, 2288] {
+        states.push(
+            rig.gov
+                .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600))
+                .breaker_open,
+        );
+        rig.advance(S);
+    }
+    assert_eq!(states, [true, true, false]);
+    assert!(rig.decide(p2, &Request::read()).is_go());
+}
+
+#[test]
+fn g3_a_bad_observation_restarts_the_count() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    assert!(burn(&rig, a));
+    rig.advance(secs(20));
+    for r in [2290, 2289] {
+        rig.gov
+            .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600));
+        rig.advance(S);
+    }
+    // A fresh burst: 2289 -> 1800 in a second.
+    assert!(
+        rig.gov
+            .observe_without_grant(a, rig.core, &rig.ok(1800, 5000, 3600))
+            .breaker_open
+    );
+    rig.advance(S);
+    assert!(
+        rig.gov
+            .observe_without_grant(a, rig.core, &rig.ok(1799, 5000, 3600))
+            .breaker_open
+    );
+}
+
+#[test]
+fn g3_also_opens_on_a_rate_limit_and_the_horizon_is_configurable() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    let g = go(rig.decide(a, &Request::read()));
+    assert!(rig.gov.observe(g, &Observation::new(429)).breaker_open);
+
+    let mut cfg = breaker_only();
+    cfg.predictive.horizon = secs(10);
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P1);
+    assert!(!burn(&rig, a), "23 s left is outside a 10 s horizon");
+}

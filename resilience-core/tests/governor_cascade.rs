@@ -1,0 +1,135 @@
+//! G4 cascade detector: 3 agents limited within 30 s switch to sequential mode (one call at
+//! a time, priority order) until the limit clears; the dependency graph warns downstream.
+
+mod governor_support;
+
+use governor_support::*;
+use resilience_core::governor::{AgentId, Observation, Priority, Request, WaitReason};
+
+fn limit_three(rig: &Rig) -> Vec<AgentId> {
+    let agents: Vec<AgentId> = (0..3)
+        .map(|i| rig.agent(&format!("a{i}"), Priority::P1))
+        .collect();
+    let grants: Vec<_> = agents
+        .iter()
+        .map(|&a| go(rig.decide(a, &Request::read())))
+        .collect();
+    let mut last = None;
+    for (i, g) in grants.into_iter().enumerate() {
+        rig.advance(secs(10) * u32::from(i > 0));
+        let obs = Observation::new(429).with_header("retry-after", "5");
+        last = Some(rig.gov.observe(g, &obs));
+    }
+    assert!(last.unwrap().sequential);
+    agents
+}
+
+#[test]
+fn g4_three_agents_limited_within_30s_switch_to_sequential_mode() {
+    let rig = Rig::new(light_only());
+    let agents = limit_three(&rig);
+    assert!(rig.gov.snapshot(rig.core).unwrap().sequential);
+    rig.advance(secs(20)); // past the block and every release window
+    let first = go(rig.decide(agents[0], &Request::read()));
+    let w = wait(rig.decide(agents[1], &Request::read()));
+    assert_eq!(w.reason, WaitReason::Sequential);
+    rig.gov.observe(first, &rig.ok(4000, 5000, 3600));
+    rig.advance(w.delay);
+    assert!(rig.gov.resume(&w.ticket, &Request::read()).is_go());
+}
+
+#[test]
+fn g4_limits_spread_wider_than_30s_do_not() {
+    let rig = Rig::new(light_only());
+    for i in 0..3 {
+        let a = rig.agent(&format!("a{i}"), Priority::P1);
+        let g = go(rig.decide(a, &Request::read()));
+        let out = rig
+            .gov
+            .observe(g, &Observation::new(429).with_header("retry-after", "1"));
+        assert!(!out.sequential);
+        rig.advance(secs(16));
+    }
+}
+
+#[test]
+fn g4_sequential_mode_serves_in_priority_order() {
+    let rig = Rig::new(light_only());
+    let agents = limit_three(&rig);
+    let p0 = rig.agent("picard", Priority::P0);
+    let p2 = rig.agent("ralph", Priority::P2);
+    rig.advance(secs(20));
+    let busy = go(rig.decide(agents[0], &Request::read()));
+    let w2 = wait(rig.decide(p2, &Request::read()));
+    let w0 = wait(rig.decide(p0, &Request::read()));
+    rig.gov.observe(busy, &rig.ok(4000, 5000, 3600));
+    rig.advance(w2.delay.max(w0.delay));
+    // Ralph asks first, but Picard is in line: Picard goes, Ralph waits.
+    assert!(!rig.gov.resume(&w2.ticket, &Request::read()).is_go());
+    assert!(rig.gov.resume(&w0.ticket, &Request::read()).is_go());
+}
+
+#[test]
+fn g4_clears_after_the_block_lifts_and_three_good_responses() {
+    let rig = Rig::new(light_only());
+    let agents = limit_three(&rig);
+    rig.advance(secs(20));
+    for (i, &a) in agents.iter().enumerate() {
+        assert!(
+            rig.gov.snapshot(rig.core).unwrap().sequential,
+            "still on after {i}"
+        );
+        let g = go(rig.decide(a, &Request::read()));
+        rig.advance(ms(200));
+        rig.gov.observe(g, &rig.ok(4000, 5000, 3600));
+        rig.advance(ms(50));
+    }
+    assert!(!rig.gov.snapshot(rig.core).unwrap().sequential);
+    rig.advance(secs(60)); // past the recovery pacing too
+    let a = go(rig.decide(agents[0], &Request::read()));
+    let b = go(rig.decide(agents[1], &Request::read()));
+    rig.gov.release(a);
+    rig.gov.release(b);
+}
+
+#[test]
+fn g4_dependency_graph_warns_downstream_agents() {
+    let rig = Rig::new(light_only());
+    let ralph = rig.agent("ralph", Priority::P2);
+    let picard = rig.agent("picard", Priority::P0);
+    let data = rig.agent("data", Priority::P1);
+    let other = rig.agent("troi", Priority::P1);
+    rig.gov.add_dependency(ralph, picard).unwrap();
+    rig.gov.add_dependency(picard, data).unwrap();
+    rig.gov.add_dependency(data, ralph).unwrap(); // a cycle is harmless
+    let g = go(rig.decide(ralph, &Request::read()));
+    rig.gov
+        .observe(g, &Observation::new(429).with_header("retry-after", "1"));
+    rig.advance(secs(2));
+    let gp = go(rig.decide(picard, &Request::read()));
+    assert_eq!(gp.upstream_limited(), Some(ralph));
+    rig.gov.release(gp);
+    rig.advance(ms(100));
+    let gd = go(rig.decide(data, &Request::read()));
+    assert_eq!(
+        gd.upstream_limited(),
+        Some(ralph),
+        "transitively downstream"
+    );
+    rig.gov.release(gd);
+    rig.advance(ms(100));
+    let go_other = go(rig.decide(other, &Request::read()));
+    assert_eq!(go_other.upstream_limited(), None);
+    rig.gov.release(go_other);
+    rig.advance(secs(29));
+    let late = go(rig.decide(picard, &Request::read()));
+    assert_eq!(
+        late.upstream_limited(),
+        None,
+        "the warning lasts the 30 s window"
+    );
+    assert!(rig
+        .gov
+        .add_dependency(ralph, AgentId::from_index(99))
+        .is_err());
+}

@@ -1,0 +1,244 @@
+//! G2 shared token pool (per-priority reservations, donation, background yield, promotion)
+//! and G5 leases (silent agents' unused quota returns to the pool).
+
+mod governor_support;
+
+use governor_support::*;
+use resilience_core::governor::{Priority, RefusalKind, RefusalReason, Request, ResourceConfig};
+
+/// G2 and G5 only: the light never changes zone, no breaker, no pacing.
+fn pool_only() -> ResourceConfig {
+    let mut c = ResourceConfig::default();
+    c.traffic_light.green = 0.0;
+    c.traffic_light.red = 0.0;
+    c.traffic_light.p1_amber_onset = 0.0;
+    c.predictive.min_samples = u32::MAX;
+    c.pacing.even_spend = false;
+    c
+}
+
+fn spend(rig: &Rig, a: resilience_core::governor::AgentId, n: usize) {
+    for _ in 0..n {
+        let g = go(rig.decide(a, &Request::read()));
+        rig.gov.release(g);
+    }
+}
+
+#[test]
+fn g2_each_agent_reserves_its_priority_share() {
+    let rig = Rig::new(pool_only());
+    let p0 = rig.agent("picard", Priority::P0);
+    rig.agent("data", Priority::P1);
+    rig.agent("ralph", Priority::P2);
+    rig.gov
+        .observe_without_grant(p0, rig.core, &rig.ok(1000, 1000, 3600));
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    // 10% + 5% + 2% of 1000 reserved; the rest is the shared pool.
+    assert_eq!(s.pool_size, 830);
+    assert_eq!(s.pool_free, 830);
+    spend(&rig, p0, 30); // from Picard's own reservation: the pool is untouched
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().pool_free, 830);
+}
+
+#[test]
+fn g2_standard_spends_its_reservation_then_the_pool_then_is_shed() {
+    let mut cfg = pool_only();
+    cfg.token_pool.reservation = [0.5, 0.1, 0.0];
+    let rig = Rig::new(cfg);
+    let p0 = rig.agent("picard", Priority::P0);
+    let p1 = rig.agent("data", Priority::P1);
+    // 650 left of 1000: holds 500 (P0) + 100 (P1); 50 free in the pool.
+    rig.gov
+        .observe_without_grant(p1, rig.core, &rig.ok(650, 1000, 3600));
+    spend(&rig, p1, 150);
+    let r = refused(rig.decide(p1, &Request::read()));
+    assert_eq!(
+        (r.kind, r.reason),
+        (RefusalKind::Shed, RefusalReason::PoolEmpty)
+    );
+    assert_eq!(r.retry_after, secs(60));
+    // P0 is served while anything remains: its own 500.
+    spend(&rig, p0, 500);
+    let r = refused(rig.decide(p0, &Request::read()));
+    assert_eq!(
+        (r.kind, r.reason),
+        (RefusalKind::Paused, RefusalReason::Exhausted)
+    );
+}
+
+#[test]
+fn g2_background_yields_below_30_percent_of_the_pool() {
+    let rig = Rig::new(pool_only());
+    let p1 = rig.agent("data", Priority::P1);
+    let p2 = rig.agent("ralph", Priority::P2);
+    // Pool size 1000 - 50 - 20 = 930; 30% of it is 279. Free = 348 - 70 = 278.
+    rig.gov
+        .observe_without_grant(p1, rig.core, &rig.ok(348, 1000, 3600));
+    spend(&rig, p2, 20); // its own reservation first
+    let r = refused(rig.decide(p2, &Request::read()));
+    assert_eq!(r.reason, RefusalReason::PoolYield);
+    assert!(
+        rig.decide(p1, &Request::read()).is_go(),
+        "P1 does not yield"
+    );
+    let mut roomy = pool_only();
+    roomy.token_pool.p2_yield_below = 0.1;
+    let rig = Rig::new(roomy);
+    let p2 = rig.agent("ralph", Priority::P2);
+    rig.gov
+        .observe_without_grant(p2, rig.core, &rig.ok(348, 1000, 3600));
+    spend(&rig, p2, 21);
+}
+
+#[test]
+fn g2_idle_agents_donate_their_reservation() {
+    let mut cfg = pool_only();
+    cfg.token_pool.reservation = [0.0, 0.3, 0.0];
+    let rig = Rig::new(cfg);
+    let busy = rig.agent("data", Priority::P1);
+    let quiet = rig.agent("seven", Priority::P1);
+    rig.gov
+        .observe_without_grant(busy, rig.core, &rig.ok(700, 1000, 3600));
+    // Holds 300 + 300 of 700: 100 free.
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().pool_free, 100);
+    rig.advance(secs(59));
+    spend(&rig, busy, 1);
+    rig.advance(secs(2)); // seven has not asked for 61 s: idle
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(
+        s.pool_free, 400,
+        "699 left, only data's 299 held: seven's 300 donated"
+    );
+    assert_eq!(s.live_agents, 2, "idle is not dead");
+    spend(&rig, quiet, 1); // asking again takes the reservation back
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().pool_free, 100);
+}
+
+#[test]
+fn g2_background_starved_for_5_minutes_is_promoted_until_served() {
+    let rig = Rig::new(pool_only());
+    let p1 = rig.agent("data", Priority::P1);
+    let p2 = rig.agent("ralph", Priority::P2);
+    rig.gov
+        .observe_without_grant(p1, rig.core, &rig.ok(300, 1000, 3600));
+    spend(&rig, p2, 20);
+    assert_eq!(
+        refused(rig.decide(p2, &Request::read())).reason,
+        RefusalReason::PoolYield
+    );
+    rig.advance(secs(299));
+    assert!(!rig.decide(p2, &Request::read()).is_go());
+    rig.advance(secs(1));
+    let g = go(rig.decide(p2, &Request::read()));
+    assert_eq!(g.priority(), Priority::P1, "promoted");
+    rig.gov.release(g);
+    // Served: background again, and the yield rule applies again.
+    assert_eq!(
+        refused(rig.decide(p2, &Request::read())).reason,
+        RefusalReason::PoolYield
+    );
+}
+
+#[test]
+fn g2_promotion_delay_is_configurable() {
+    let mut cfg = pool_only();
+    cfg.token_pool.promote_after = secs(10);
+    let rig = Rig::new(cfg);
+    let p2 = rig.agent("ralph", Priority::P2);
+    rig.gov
+        .observe_without_grant(p2, rig.core, &rig.ok(300, 1000, 3600));
+    spend(&rig, p2, 20);
+    let _ = refused(rig.decide(p2, &Request::read()));
+    rig.advance(secs(10));
+    assert_eq!(
+        go(rig.decide(p2, &Request::read())).priority(),
+        Priority::P1
+    );
+}
+
+#[test]
+fn g5_a_silent_agent_loses_its_lease_and_its_unused_quota_returns() {
+    let rig = Rig::new(pool_only());
+    let p0 = rig.agent("picard", Priority::P0);
+    let _gone = rig.agent("data", Priority::P1);
+    rig.gov
+        .observe_without_grant(p0, rig.core, &rig.ok(1000, 1000, 3600));
+    let before = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!((before.live_agents, before.pool_size), (2, 850));
+    // Picard keeps its lease by asking; data is silent.
+    for _ in 0..4 {
+        rig.advance(secs(30));
+        spend(&rig, p0, 1);
+    }
+    rig.advance(secs(2));
+    let after = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(after.live_agents, 1);
+    assert_eq!(after.pool_size, 900, "data's 50 returned to the pool");
+}
+
+#[test]
+fn g5_heartbeats_keep_the_lease() {
+    let rig = Rig::new(pool_only());
+    let a = rig.agent("data", Priority::P1);
+    for _ in 0..10 {
+        rig.advance(secs(60));
+        rig.gov.heartbeat(a);
+    }
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().live_agents, 1);
+    rig.advance(secs(121));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().live_agents, 0);
+}
+
+#[test]
+fn g5_a_dead_agents_slots_and_place_in_line_are_freed() {
+    let mut cfg = pool_only();
+    cfg.pacing.max_concurrent = Some(2);
+    let rig = Rig::new(cfg);
+    let dead = rig.agent("crashed", Priority::P0);
+    let live = rig.agent("data", Priority::P1);
+    let lost1 = go(rig.decide(dead, &Request::read()));
+    let lost2 = go(rig.decide(dead, &Request::read()));
+    let w = wait(rig.decide(dead, &Request::read()));
+    // The crashed agent holds both slots (and, until the ticket grace, a place in line
+    // ahead of data); its lease ends that.
+    let mut t = secs(0);
+    let mut served = false;
+    while t < secs(130) {
+        rig.advance(secs(10));
+        t += secs(10);
+        rig.gov.heartbeat(live);
+        if let resilience_core::governor::Decision::Go(g) = rig.decide(live, &Request::read()) {
+            served = true;
+            rig.gov.release(g);
+            break;
+        }
+    }
+    assert!(served && t >= secs(120) && t <= secs(130), "{t:?}");
+    let _ = w;
+    // Late releases of the dead agent's grants do not free anyone else's slot.
+    rig.gov.release(lost1);
+    rig.gov.release(lost2);
+    let a = go(rig.decide(live, &Request::read()));
+    let b = go(rig.decide(live, &Request::read()));
+    assert!(!rig.decide(live, &Request::read()).is_go());
+    rig.gov.release(a);
+    rig.gov.release(b);
+}
+
+#[test]
+fn g5_lease_length_is_configurable() {
+    use resilience_core::clock::ManualClock;
+    use resilience_core::governor::{Governor, GovernorConfig};
+    let clock = ManualClock::new();
+    let mut gc = GovernorConfig::default();
+    gc.leases.ttl = secs(10);
+    let gov = Governor::builder()
+        .clock(clock.clone())
+        .config(gc)
+        .build()
+        .unwrap();
+    let core = gov.add_resource("core", pool_only()).unwrap();
+    gov.register("data", Priority::P1).unwrap();
+    clock.advance(secs(11));
+    assert_eq!(gov.snapshot(core).unwrap().live_agents, 0);
+}

@@ -1,0 +1,242 @@
+//! Shared helpers for the governor tests: a governor on a `ManualClock`, observations, and
+//! decision unpacking.
+#![allow(dead_code)]
+
+use resilience_core::clock::{Clock, ManualClock};
+use resilience_core::governor::{
+    AgentId, Decision, Governor, Grant, Observation, Priority, Refusal, ResourceConfig, ResourceId,
+    Wait,
+};
+use std::time::Duration;
+
+pub const S: Duration = Duration::from_secs(1);
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+pub struct Rig {
+    pub clock: ManualClock,
+    pub gov: Governor,
+    pub core: ResourceId,
+}
+
+impl Rig {
+    pub fn new(cfg: ResourceConfig) -> Self {
+        let clock = ManualClock::new();
+        let gov = Governor::builder()
+            .clock(clock.clone())
+            .seed(7)
+            .build()
+            .expect("valid governor");
+        let core = gov.add_resource("core", cfg).expect("valid resource");
+        Self { clock, gov, core }
+    }
+
+    pub fn agent(&self, name: &str, p: Priority) -> AgentId {
+        self.gov.register(name, p).expect("registered")
+    }
+
+    pub fn now(&self) -> Duration {
+        self.clock.now()
+    }
+
+    pub fn advance(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+
+    pub fn advance_to(&self, t: Duration) {
+        self.clock.advance_to(t);
+    }
+
+    pub fn decide(&self, a: AgentId, req: &resilience_core::governor::Request<'_>) -> Decision {
+        self.gov.decide(a, self.core, req)
+    }
+
+    /// Epoch seconds of `in_secs` from now (for `x-ratelimit-reset`).
+    pub fn reset_epoch(&self, in_secs: u64) -> u64 {
+        self.clock.unix_time().as_secs() + in_secs
+    }
+
+    /// A 200 with GitHub headers: `remaining` of `limit`, reset in `reset_in` seconds.
+    pub fn ok(&self, remaining: u64, limit: u64, reset_in: u64) -> Observation {
+        Observation::from_headers(
+            200,
+            [
+                ("x-ratelimit-limit", limit.to_string()),
+                ("x-ratelimit-remaining", remaining.to_string()),
+                ("x-ratelimit-reset", self.reset_epoch(reset_in).to_string()),
+                ("x-ratelimit-resource", "core".to_string()),
+            ],
+        )
+    }
+
+    /// Grants a read to `a` now and reports `obs` for it.
+    pub fn call(&self, a: AgentId, obs: &Observation) {
+        let g = go(self.decide(a, &resilience_core::governor::Request::read()));
+        let _ = self.gov.observe(g, obs);
+    }
+}
+
+#[track_caller]
+pub fn go(d: Decision) -> Grant {
+    match d {
+        Decision::Go(g) => g,
+        other => panic!("expected Go, got {other:?}"),
+    }
+}
+
+#[track_caller]
+pub fn wait(d: Decision) -> Wait {
+    match d {
+        Decision::Wait(w) => w,
+        other => panic!("expected Wait, got {other:?}"),
+    }
+}
+
+#[track_caller]
+pub fn refused(d: Decision) -> Refusal {
+    match d {
+        Decision::Refuse(r) => r,
+        other => panic!("expected Refuse, got {other:?}"),
+    }
+}
+
+/// Only G1 active: no pool reservations, no predictive breaker, no pacing rules.
+pub fn light_only() -> ResourceConfig {
+    let mut c = ResourceConfig::default();
+    c.token_pool.reservation = [0.0; 3];
+    c.token_pool.p2_yield_below = 0.0;
+    c.predictive.min_samples = u32::MAX;
+    c.predictive.open_on_limit = false;
+    c.pacing.even_spend = false;
+    c
+}
+
+use resilience_core::governor::{Request, Ticket};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One request in a discrete-event run: who, what, when it is first wanted, how long the
+/// call takes once granted (then it is observed with `response`).
+#[derive(Clone)]
+pub struct Job {
+    pub agent: AgentId,
+    pub priority: Priority,
+    pub req: Request<'static>,
+    pub at: Duration,
+    pub latency: Duration,
+    pub response: Observation,
+}
+
+impl Job {
+    pub fn new(agent: AgentId, priority: Priority, req: Request<'static>, at: Duration) -> Self {
+        Self {
+            agent,
+            priority,
+            req,
+            at,
+            latency: ms(200),
+            response: Observation::new(200),
+        }
+    }
+}
+
+/// What happened to one job.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub job: usize,
+    pub agent: AgentId,
+    pub priority: Priority,
+    pub wanted: Duration,
+    pub granted: Option<Duration>,
+    pub refused: Option<Refusal>,
+}
+
+enum Ev {
+    Ask(usize, Option<Ticket>),
+    Done(usize),
+}
+
+/// Drives the governor like a discrete-event simulator would: every job asks at its time,
+/// comes back exactly when told, and its call completes `latency` after the grant.
+/// Returns per-job outcomes and the number of priority inversions seen (a P2 grant while a
+/// P0 job was waiting), in grant order.
+pub fn simulate(rig: &Rig, jobs: &[Job]) -> (Vec<Served>, u64) {
+    let mut heap = BinaryHeap::new();
+    let mut events: Vec<Ev> = Vec::new();
+    let mut seq = 0u64;
+    let mut push = |heap: &mut BinaryHeap<Reverse<(Duration, u64, usize)>>,
+                    events: &mut Vec<Ev>,
+                    t: Duration,
+                    ev: Ev| {
+        events.push(ev);
+        seq += 1;
+        heap.push(Reverse((t, seq, events.len() - 1)));
+    };
+    for (i, j) in jobs.iter().enumerate() {
+        push(&mut heap, &mut events, j.at, Ev::Ask(i, None));
+    }
+    let mut out: Vec<Served> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| Served {
+            job: i,
+            agent: j.agent,
+            priority: j.priority,
+            wanted: j.at,
+            granted: None,
+            refused: None,
+        })
+        .collect();
+    let mut grants: Vec<Option<Grant>> = (0..jobs.len()).map(|_| None).collect();
+    let mut order = Vec::new();
+    let mut inversions = 0;
+    let mut steps = 0;
+    while let Some(Reverse((t, _, e))) = heap.pop() {
+        steps += 1;
+        assert!(steps < 1_000_000, "simulation does not converge");
+        rig.advance_to(t);
+        match std::mem::replace(&mut events[e], Ev::Done(usize::MAX)) {
+            Ev::Ask(i, ticket) => {
+                let d = match &ticket {
+                    None => rig.gov.decide(jobs[i].agent, rig.core, &jobs[i].req),
+                    Some(tk) => rig.gov.resume(tk, &jobs[i].req),
+                };
+                match d {
+                    Decision::Go(g) => {
+                        if jobs[i].priority == Priority::P2 {
+                            let p0_waiting = jobs.iter().enumerate().any(|(k, j)| {
+                                j.priority == Priority::P0
+                                    && j.at <= t
+                                    && out[k].granted.is_none()
+                                    && out[k].refused.is_none()
+                            });
+                            inversions += u64::from(p0_waiting);
+                        }
+                        out[i].granted = Some(t);
+                        order.push(i);
+                        grants[i] = Some(g);
+                        push(&mut heap, &mut events, t + jobs[i].latency, Ev::Done(i));
+                    }
+                    Decision::Wait(w) => {
+                        assert!(w.until > t, "a wait must move time forward");
+                        push(&mut heap, &mut events, w.until, Ev::Ask(i, Some(w.ticket)));
+                    }
+                    Decision::Refuse(r) => out[i].refused = Some(r),
+                }
+            }
+            Ev::Done(i) => {
+                if let Some(g) = grants.get_mut(i).and_then(Option::take) {
+                    let _ = rig.gov.observe(g, &jobs[i].response);
+                }
+            }
+        }
+    }
+    let ordered = order.into_iter().map(|i| out[i].clone()).collect();
+    (ordered, inversions)
+}
