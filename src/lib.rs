@@ -23,7 +23,7 @@
 
 pub use resilience_core::{backoff, breaker, clock, retry, sleep};
 pub use resilience_core::{sanitize, PolicyError, ResilienceError};
-pub use resilience_macros::retry_service_operation;
+pub use resilience_macros::{retry_service_operation, service_defaults};
 
 /// Configuration: env vars, JSON overrides, provenance.
 pub use resilience_config as config;
