@@ -162,7 +162,7 @@ fn parse_one(input: ParseStream<'_>, args: &mut RetryArgs, ctxt: &Ctxt) -> syn::
         }));
         return Ok(());
     }
-    let key = parse_key(input, ctxt)?;
+    let key = parse_key(input, args, ctxt)?;
     let value = if input.peek(Token![=]) {
         input.parse::<Token![=]>()?;
         Some(input.parse::<Expr>()?)
@@ -202,7 +202,11 @@ enum Key {
 }
 
 /// The key, or `None` for an unknown one (reported here; its value is skipped by the caller).
-fn parse_key(input: ParseStream<'_>, ctxt: &Ctxt) -> syn::Result<Option<(Key, Span)>> {
+fn parse_key(
+    input: ParseStream<'_>,
+    args: &mut RetryArgs,
+    ctxt: &Ctxt,
+) -> syn::Result<Option<(Key, Span)>> {
     macro_rules! keyword {
         ($($kw:ident => $key:ident),* $(,)?) => {
             $(if input.peek(kw::$kw) {
@@ -229,7 +233,13 @@ fn parse_key(input: ParseStream<'_>, ctxt: &Ctxt) -> syn::Result<Option<(Key, Sp
     }
     if input.peek(Ident::peek_any) {
         let ident = input.call(Ident::parse_any)?;
-        ctxt.error(ident.span(), unknown_key_message(&ident));
+        let given = ident.unraw().to_string();
+        let suggestion = closest(&given, &sym::ALL);
+        ctxt.error(ident.span(), unknown_key_message(&given, suggestion));
+        // A misspelt `service` should not also be reported as missing.
+        if let Some(meant) = suggestion {
+            args.given.push(meant);
+        }
         return Ok(None);
     }
     Err(input.error(format!(
@@ -498,9 +508,8 @@ fn span_of(expr: &Expr) -> Span {
 }
 
 /// "unknown argument", with the closest valid name when one is close enough.
-fn unknown_key_message(ident: &Ident) -> String {
-    let given = ident.unraw().to_string();
-    match closest(&given, &sym::ALL) {
+fn unknown_key_message(given: &str, suggestion: Option<&str>) -> String {
+    match suggestion {
         Some(best) => format!("unknown argument `{given}`: did you mean `{best}`?"),
         None => format!(
             "unknown argument `{given}`: valid arguments are {}",

@@ -35,7 +35,12 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let p = private(plan);
     let site = Ident::new("__RESILIENCE_SITE", Span::mixed_site());
     let site_static = site_static(plan, &site, &p);
-    let driver = Ident::new("resilience_driver", Span::mixed_site());
+    // Located at the error type too: an `.await` on the driver is reported from the start
+    // of its receiver expression.
+    let driver = Ident::new(
+        "resilience_driver",
+        Span::mixed_site().located_at(plan.error_span),
+    );
     let result = Ident::new("resilience_result", Span::mixed_site());
     let attempt = Ident::new("resilience_attempt", Span::mixed_site());
     let edge = return_edge(plan);
@@ -43,6 +48,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // method; spanning it on the declared error type points the user at the right place.
     let step = Ident::new("step", plan.error_span);
     let once = Ident::new("once", plan.error_span);
+    let await_ = quote_spanned!(plan.error_span=> .await);
 
     let guarded = match (plan.shape, plan.idempotent) {
         (Shape::Sync, true) => quote! {
@@ -59,13 +65,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         (Shape::AsyncFn, true) => quote! {
             let mut #driver = #p::async_loop(&#site, #p::Idempotent);
             loop {
-                if let #p::ControlFlow::Break(#result) = #driver.#step(async { #edge #body }).await {
+                if let #p::ControlFlow::Break(#result) = #driver.#step(async { #edge #body }) #await_ {
                     break #result;
                 }
             }
         },
         (Shape::AsyncFn, false) => quote! {
-            #p::async_loop(&#site, #p::NotIdempotent).#once(async { #edge #body }).await
+            let #driver = #p::async_loop(&#site, #p::NotIdempotent);
+            #driver.#once(async { #edge #body }) #await_
         },
         // Each attempt runs the original body again for a fresh future, so the returned
         // future owns the arguments.
@@ -75,7 +82,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                 loop {
                     #[allow(clippy::redundant_closure_call)]
                     let #attempt = (|| #body)();
-                    if let #p::ControlFlow::Break(#result) = #driver.#step(#attempt).await {
+                    if let #p::ControlFlow::Break(#result) = #driver.#step(#attempt) #await_ {
                         break #result;
                     }
                 }
@@ -86,7 +93,10 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         (Shape::ImplFuture, false) => quote! {
             #[allow(clippy::redundant_closure_call)]
             let #attempt = (|| #body)();
-            async move { #p::async_loop(&#site, #p::NotIdempotent).#once(#attempt).await }
+            async move {
+                let #driver = #p::async_loop(&#site, #p::NotIdempotent);
+                #driver.#once(#attempt) #await_
+            }
         },
     };
     item.with_body(quote! { #site_static #guarded })

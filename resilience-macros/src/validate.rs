@@ -374,13 +374,16 @@ fn is_self_type(ty: &Type) -> bool {
 /// R3: decides sync / async fn / `impl Future` from the signature, and checks the result is a
 /// `Result` (the framework reports its refusals through its error type).
 fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> {
-    const NEED: &str = "#[retry_service_operation] needs a fn returning `Result<T, E>` (or `impl Future<Output = Result<T, E>>`) with `E: From<resilience::ResilienceError>`: the framework reports an open circuit or an exhausted deadline through `E`";
+    const NEED: &str = "expected a `Result<T, E>` return type (or `impl Future<Output = Result<T, E>>`): the framework reports an open circuit or an exhausted deadline through `E: From<resilience::ResilienceError>`";
     let ty = match &sig.output {
         ReturnType::Type(_, ty) => &**ty,
         ReturnType::Default => {
             ctxt.error(
                 sig.ident.span(),
-                format!("`{}` returns `()`; {NEED}", sig.ident),
+                format!(
+                    "#[retry_service_operation] on `{}`, which returns `()`: {NEED}",
+                    sig.ident
+                ),
             );
             return None;
         }
@@ -393,8 +396,15 @@ fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> 
         (Shape::Sync, ty)
     };
     if !is_result(result) {
-        let alias = " (a type alias of `Result` is accepted when its name is `Result`, e.g. `io::Result<T>`)";
-        ctxt.error(result.span(), format!("{NEED}{alias}"));
+        let alias = if last_segment(result).is_some_and(|s| s.ends_with("Result")) {
+            "; an alias of `Result` is recognised when it is named `Result` (e.g. `app::Result<T>`)"
+        } else {
+            ""
+        };
+        ctxt.error(
+            result.span(),
+            format!("#[retry_service_operation]: {NEED}{alias}"),
+        );
         return None;
     }
     let mut erased = result.clone();
@@ -421,6 +431,13 @@ fn future_output(ty: &Type) -> Option<&Type> {
             _ => None,
         })
     })
+}
+
+fn last_segment(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
 }
 
 /// Any path whose last segment is `Result`: `Result<T, E>`, `io::Result<T>`,
