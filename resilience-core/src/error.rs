@@ -59,7 +59,10 @@ impl fmt::Display for ResilienceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::CircuitOpen { service } => {
-                write!(f, "circuit open for service `{service}`: call not attempted")
+                write!(
+                    f,
+                    "circuit open for service `{service}`: call not attempted"
+                )
             }
             Self::TotalTimeout {
                 service,

@@ -9,12 +9,14 @@
 //! - [`breaker`]: the per-service circuit breaker (B1–B11);
 //! - [`retry`]: the retry executor with the nesting guard and total deadline (R1, R2, R6–R8, R12);
 //! - [`sanitize`](mod@sanitize): redaction of secrets from error text (S1–S5);
+//! - [`registry`]: per-service wiring of policies and breakers (R9, R10);
 //! - [`error`]: the framework's own refusals, [`ResilienceError`].
 
 pub mod backoff;
 pub mod breaker;
 pub mod clock;
 pub mod error;
+pub mod registry;
 pub mod retry;
 pub mod sanitize;
 pub mod sleep;

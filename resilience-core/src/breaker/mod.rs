@@ -38,9 +38,9 @@ impl BreakerConfig {
                 .ok_or_else(|| PolicyError::new("failure_threshold", 0, "must be at least 1"))?,
             recovery_timeout,
             cooldown,
-            half_open_max_successes: NonZeroU32::new(half_open_max_successes).ok_or_else(
-                || PolicyError::new("half_open_max_successes", 0, "must be at least 1"),
-            )?,
+            half_open_max_successes: NonZeroU32::new(half_open_max_successes).ok_or_else(|| {
+                PolicyError::new("half_open_max_successes", 0, "must be at least 1")
+            })?,
         })
     }
 

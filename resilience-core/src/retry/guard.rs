@@ -4,6 +4,7 @@ use super::call::Call;
 use super::classify::AllTransient;
 use super::idempotency::NotIdempotent;
 use super::policy::RetryPolicy;
+use super::policy_cell::PolicyCell;
 use crate::breaker::{BreakerConfig, CircuitBreaker};
 use crate::clock::{Clock, MonotonicClock};
 use crate::sleep::{AsyncSleeper, Sleeper, ThreadSleeper};
@@ -33,10 +34,10 @@ use std::sync::Arc;
 /// });
 /// assert_eq!(out.unwrap(), 7);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ServiceGuard {
     pub(super) service: Arc<str>,
-    pub(super) policy: RetryPolicy,
+    pub(super) policy: PolicyCell,
     pub(super) breaker: Option<Arc<CircuitBreaker>>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) sleeper: Arc<dyn Sleeper>,
@@ -70,9 +71,15 @@ impl ServiceGuard {
         &self.service
     }
 
-    /// The retry policy.
-    pub fn policy(&self) -> &RetryPolicy {
-        &self.policy
+    /// The retry policy in force.
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy.get()
+    }
+
+    /// Replaces the retry policy in place; calls already running finish under the values they
+    /// read, new calls use the new policy. Used by config reloads.
+    pub fn set_policy(&self, policy: RetryPolicy) {
+        self.policy.set(policy);
     }
 
     /// The breaker, unless the service runs without one (C5).
@@ -85,9 +92,20 @@ impl ServiceGuard {
     #[must_use]
     pub fn with_policy(&self, policy: RetryPolicy) -> Self {
         Self {
-            policy,
-            ..self.clone()
+            service: self.service.clone(),
+            policy: PolicyCell::new(policy),
+            breaker: self.breaker.clone(),
+            clock: self.clock.clone(),
+            sleeper: self.sleeper.clone(),
+            async_sleeper: self.async_sleeper.clone(),
+            jitter_seed: self.jitter_seed,
         }
+    }
+}
+
+impl Clone for ServiceGuard {
+    fn clone(&self) -> Self {
+        self.with_policy(self.policy())
     }
 }
 
@@ -182,7 +200,7 @@ impl ServiceGuardBuilder {
         };
         ServiceGuard {
             service: self.service,
-            policy: self.policy,
+            policy: PolicyCell::new(self.policy),
             breaker,
             clock,
             sleeper: self.sleeper.unwrap_or_else(|| Arc::new(ThreadSleeper)),

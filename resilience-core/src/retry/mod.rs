@@ -17,14 +17,17 @@
 mod call;
 mod classify;
 mod deadline;
+mod driver;
 mod events;
 mod guard;
 mod idempotency;
 pub mod nesting;
 mod policy;
+mod policy_cell;
 
 pub use call::Call;
 pub use classify::{AllTransient, ByHint, Classifier, ErrorClass, RetryHint};
+pub use driver::{AsyncLoop, SyncLoop};
 pub use guard::{ServiceGuard, ServiceGuardBuilder};
 pub use idempotency::{Idempotency, Idempotent, NotIdempotent, RetrySafe};
 pub use policy::RetryPolicy;

@@ -36,6 +36,8 @@ pub fn current_depth() -> u32 {
 #[must_use = "the depth is raised only while the guard lives"]
 pub struct DepthGuard {
     prev: u32,
+    // The depth lives in a thread-local: the guard must be dropped on the thread that made it.
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl DepthGuard {
@@ -44,6 +46,7 @@ impl DepthGuard {
     pub fn set(depth: u32) -> Self {
         Self {
             prev: DEPTH.with(|d| d.replace(depth)),
+            _not_send: std::marker::PhantomData,
         }
     }
 

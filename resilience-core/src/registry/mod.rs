@@ -1,0 +1,212 @@
+//! Per-service wiring: one breaker and one prebuilt policy per service (R9, R10), looked up or
+//! created under one lock. No parsing here: a [`PolicySource`] says what each service gets.
+//!
+//! ```
+//! use resilience_core::registry::{Registry, ServicePolicy};
+//!
+//! let registry = Registry::new(|_service: &str| ServicePolicy::default());
+//! let a = registry.service("plan_service");
+//! let b = registry.service("plan_service");
+//! assert!(std::sync::Arc::ptr_eq(&a, &b)); // built once, reused
+//! assert!(!registry.is_circuit_open("plan_service"));
+//! ```
+
+mod source;
+
+pub use source::{PolicySource, ServicePolicy};
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::retry::ServiceGuard;
+use crate::sleep::{AsyncSleeper, Sleeper};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Services by name, each with its guard (policy + breaker) built on first use.
+pub struct Registry {
+    source: Mutex<Arc<dyn PolicySource>>,
+    services: Mutex<HashMap<Arc<str>, Arc<ServiceGuard>>>,
+    // Bumped by every reload so call-site caches know to refresh.
+    generation: AtomicU64,
+    clock: Arc<dyn Clock>,
+    sleeper: Option<Arc<dyn Sleeper>>,
+    async_sleeper: Option<Arc<dyn AsyncSleeper>>,
+    jitter_seed: Option<u64>,
+}
+
+impl Registry {
+    /// A registry on the real clock and sleepers.
+    pub fn new(source: impl PolicySource) -> Self {
+        Self::builder(source).build()
+    }
+
+    /// A registry with injected time (for tests and simulations).
+    pub fn builder(source: impl PolicySource) -> RegistryBuilder {
+        RegistryBuilder {
+            source: Arc::new(source),
+            clock: None,
+            sleeper: None,
+            async_sleeper: None,
+            jitter_seed: None,
+        }
+    }
+
+    /// The guard of `service`, created on first use (lookup-or-create under one lock, R10).
+    pub fn service(&self, service: &str) -> Arc<ServiceGuard> {
+        let mut services = self.services.lock();
+        if let Some(g) = services.get(service) {
+            return g.clone();
+        }
+        let policy = self.source.lock().policy(service);
+        let guard = Arc::new(self.build_guard(service, &policy));
+        services.insert(guard.service().clone(), guard.clone());
+        guard
+    }
+
+    fn build_guard(&self, service: &str, policy: &ServicePolicy) -> ServiceGuard {
+        let mut b = ServiceGuard::builder(service)
+            .policy(policy.retry)
+            .clock(self.clock.clone());
+        b = match policy.breaker {
+            Some(cfg) => b.breaker(cfg),
+            None => b.without_breaker(),
+        };
+        if let Some(s) = &self.sleeper {
+            b = b.sleeper(s.clone());
+        }
+        if let Some(s) = &self.async_sleeper {
+            b = b.async_sleeper(s.clone());
+        }
+        if let Some(seed) = self.jitter_seed {
+            b = b.jitter_seed(seed);
+        }
+        b.build()
+    }
+
+    /// Closes `service`'s circuit and clears its counters and timestamps at once (B9).
+    /// Returns `false` if the service has no breaker or was never used.
+    pub fn reset_circuit(&self, service: &str) -> bool {
+        match self
+            .services
+            .lock()
+            .get(service)
+            .and_then(|g| g.breaker().cloned())
+        {
+            Some(b) => {
+                b.reset();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `service`'s circuit is open. Safe from any thread (B10); `false` for a service
+    /// without a breaker or never used.
+    pub fn is_circuit_open(&self, service: &str) -> bool {
+        self.services
+            .lock()
+            .get(service)
+            .and_then(|g| g.breaker().cloned())
+            .is_some_and(|b| b.is_open())
+    }
+
+    /// Names of the services built so far.
+    pub fn services(&self) -> Vec<Arc<str>> {
+        let mut names: Vec<_> = self.services.lock().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Replaces the policy source. Retry policies of services already built change in place
+    /// (every holder of their guard sees it on its next call). A breaker keeps its settings
+    /// and state: the names of services whose new breaker settings differ are returned, as
+    /// those settings take effect only for a new registry (at restart).
+    pub fn reload(&self, source: impl PolicySource) -> Vec<Arc<str>> {
+        let source: Arc<dyn PolicySource> = Arc::new(source);
+        let services = self.services.lock();
+        let mut breaker_changed = Vec::new();
+        for (name, guard) in services.iter() {
+            let policy = source.policy(name);
+            guard.set_policy(policy.retry);
+            let same_breaker = match (guard.breaker(), policy.breaker) {
+                (Some(b), Some(cfg)) => *b.config() == cfg,
+                (None, None) => true,
+                _ => false,
+            };
+            if !same_breaker {
+                breaker_changed.push(name.clone());
+            }
+        }
+        *self.source.lock() = source;
+        self.generation.fetch_add(1, Ordering::Release);
+        breaker_changed.sort();
+        breaker_changed
+    }
+
+    /// Changes on every [`reload`](Self::reload).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("services", &self.services())
+            .field("generation", &self.generation())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Registry`] with injected time.
+pub struct RegistryBuilder {
+    source: Arc<dyn PolicySource>,
+    clock: Option<Arc<dyn Clock>>,
+    sleeper: Option<Arc<dyn Sleeper>>,
+    async_sleeper: Option<Arc<dyn AsyncSleeper>>,
+    jitter_seed: Option<u64>,
+}
+
+impl RegistryBuilder {
+    /// The clock every service's breaker and deadline read.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// The sleeper for sync backoff.
+    #[must_use]
+    pub fn sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = Some(sleeper);
+        self
+    }
+    /// The sleeper for async backoff and deadlines.
+    #[must_use]
+    pub fn async_sleeper(mut self, sleeper: Arc<dyn AsyncSleeper>) -> Self {
+        self.async_sleeper = Some(sleeper);
+        self
+    }
+    /// Seeds every service's jitter.
+    #[must_use]
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.jitter_seed = Some(seed);
+        self
+    }
+    /// Builds the registry.
+    pub fn build(self) -> Registry {
+        Registry {
+            source: Mutex::new(self.source),
+            services: Mutex::default(),
+            generation: AtomicU64::new(0),
+            clock: self
+                .clock
+                .unwrap_or_else(|| Arc::new(MonotonicClock::new())),
+            sleeper: self.sleeper,
+            async_sleeper: self.async_sleeper,
+            jitter_seed: self.jitter_seed,
+        }
+    }
+}

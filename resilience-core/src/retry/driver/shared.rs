@@ -1,0 +1,121 @@
+//! What the sync and async drivers share: breaker access and the retry decision.
+
+use super::super::call::Call;
+use super::super::classify::{Classifier, ErrorClass};
+use super::super::events;
+use super::super::guard::ServiceGuard;
+use super::super::idempotency::Idempotency;
+use crate::backoff::JitterRng;
+use crate::breaker::BreakerPermit;
+use crate::error::ResilienceError;
+use std::fmt;
+use std::time::Duration;
+
+pub(super) struct LoopState<'a, C> {
+    pub(super) guard: &'a ServiceGuard,
+    pub(super) operation: &'a str,
+    pub(super) classifier: C,
+    pub(super) may_retry: bool,
+    no_retry_reason: &'static str,
+    /// A per-call override of the policy's total timeout.
+    total_override: Option<Duration>,
+    /// The attempt about to run or running, from 1.
+    pub(super) attempt: u32,
+    /// When the first attempt started, read lazily where the driver allows.
+    pub(super) start: Option<Duration>,
+    rng: Option<JitterRng>,
+}
+
+impl<'a, C> LoopState<'a, C> {
+    #[inline]
+    pub(super) fn new<I: Idempotency>(call: Call<'a, I, C>, depth: u32) -> Self {
+        let reason = call.no_retry_reason(depth);
+        Self {
+            guard: call.guard,
+            operation: call.operation,
+            classifier: call.classifier,
+            may_retry: reason.is_none(),
+            no_retry_reason: reason.unwrap_or(""),
+            total_override: call.total_timeout,
+            attempt: 1,
+            start: None,
+            rng: None,
+        }
+    }
+
+    #[inline]
+    pub(super) fn acquire(&self) -> Result<Option<BreakerPermit<'a>>, ResilienceError> {
+        match &self.guard.breaker {
+            None => Ok(None),
+            Some(b) => b.acquire().map(Some),
+        }
+    }
+
+    /// The total timeout in force (read only off the success path).
+    pub(super) fn total(&self) -> Duration {
+        self.total_override
+            .unwrap_or_else(|| self.guard.policy.get().total_timeout())
+    }
+
+    pub(super) fn start(&mut self) -> Duration {
+        let clock = &self.guard.clock;
+        *self.start.get_or_insert_with(|| clock.now())
+    }
+
+    pub(super) fn elapsed(&mut self) -> Duration {
+        let start = self.start();
+        self.guard.clock.now().saturating_sub(start)
+    }
+
+    /// After the current attempt failed with `error`: the delay before the next one, or
+    /// `None` to stop. Emits the attempt's event either way (R8).
+    #[cold]
+    pub(super) fn next_delay<E: fmt::Display>(&mut self, error: &E) -> Option<Duration>
+    where
+        C: Classifier<E>,
+    {
+        let (service, op, attempt) = (&*self.guard.service, self.operation, self.attempt);
+        if !self.may_retry {
+            events::giving_up(service, op, attempt, error, self.no_retry_reason);
+            return None;
+        }
+        let hint = match self.classifier.classify(error) {
+            ErrorClass::Permanent => {
+                events::giving_up(service, op, attempt, error, "permanent");
+                return None;
+            }
+            ErrorClass::Transient => None,
+            ErrorClass::RetryAfter(d) => Some(d),
+        };
+        let policy = self.guard.policy.get();
+        if attempt >= policy.max_attempts() {
+            events::giving_up(service, op, attempt, error, "attempts_exhausted");
+            return None;
+        }
+        let seed = self.guard.jitter_seed;
+        let rng = self
+            .rng
+            .get_or_insert_with(|| seed.map_or_else(JitterRng::new, JitterRng::seeded));
+        let backoff = policy.backoff().delay(attempt, rng);
+        // A server's Retry-After is a floor on the wait (R12); the total timeout caps both.
+        let delay = hint.map_or(backoff, |h| h.max(backoff));
+        let total = self.total_override.unwrap_or(policy.total_timeout());
+        if self.elapsed().saturating_add(delay) >= total {
+            events::giving_up(service, op, attempt, error, "total_timeout");
+            return None;
+        }
+        events::retrying(service, op, attempt, error, delay);
+        Some(delay)
+    }
+}
+
+#[inline]
+pub(super) fn report(permit: Option<BreakerPermit<'_>>, ok: bool) {
+    if let Some(p) = permit {
+        if ok {
+            p.success();
+        } else {
+            p.failure();
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The sync retry loop driver.
+
+use super::shared::{report, LoopState};
+use crate::error::ResilienceError;
+use crate::retry::call::Call;
+use crate::retry::classify::Classifier;
+use crate::retry::idempotency::Idempotency;
+use crate::retry::nesting::{current_depth, DepthGuard};
+use std::fmt;
+use std::ops::ControlFlow;
+
+/// Drives a sync retry loop one attempt at a time; made by [`Call::sync_loop`].
+///
+/// Holds the nesting depth raised (R6) until dropped, so it stays on the thread that made it.
+///
+/// ```
+/// use resilience_core::retry::ServiceGuard;
+/// use resilience_core::ResilienceError;
+/// use std::ops::ControlFlow;
+///
+/// # #[derive(Debug)] struct E;
+/// # impl From<ResilienceError> for E { fn from(_: ResilienceError) -> Self { E } }
+/// # impl std::fmt::Display for E { fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("E") } }
+/// let guard = ServiceGuard::builder("context_service").build();
+/// let mut driver = guard.call("load").idempotent().sync_loop();
+/// let out: Result<u8, E> = loop {
+///     if let ControlFlow::Break(out) = driver.step(|| Ok(1)) {
+///         break out;
+///     }
+/// };
+/// assert_eq!(out.unwrap(), 1);
+/// ```
+pub struct SyncLoop<'a, C> {
+    state: LoopState<'a, C>,
+    _depth: DepthGuard,
+}
+
+impl<'a, C> SyncLoop<'a, C> {
+    #[inline]
+    pub(crate) fn new<I: Idempotency>(call: Call<'a, I, C>) -> Self {
+        let depth = current_depth();
+        let mut state = LoopState::new(call, depth);
+        if state.may_retry {
+            // The deadline counts the first attempt's own (blocking) time, so stamp it now,
+            // with the coarse clock: milliseconds of slack on a deadline of seconds, and a
+            // third of the cost... of the whole success-path budget.
+            state.start = Some(state.guard.clock.now_coarse());
+        }
+        Self {
+            state,
+            _depth: DepthGuard::set(depth.saturating_add(1)),
+        }
+    }
+
+    /// Runs one attempt through the breaker. `Break` carries the final result; `Continue`
+    /// means the backoff has been slept and the next attempt should run.
+    #[inline]
+    pub fn step<T, E>(
+        &mut self,
+        attempt: impl FnOnce() -> Result<T, E>,
+    ) -> ControlFlow<Result<T, E>>
+    where
+        E: From<ResilienceError> + fmt::Display,
+        C: Classifier<E>,
+    {
+        let permit = match self.state.acquire() {
+            Ok(p) => p,
+            Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
+        };
+        match attempt() {
+            Ok(v) => {
+                report(permit, true);
+                ControlFlow::Break(Ok(v))
+            }
+            Err(e) => {
+                report(permit, false);
+                self.after_failure(e)
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn after_failure<T, E>(&mut self, error: E) -> ControlFlow<Result<T, E>>
+    where
+        E: fmt::Display,
+        C: Classifier<E>,
+    {
+        match self.state.next_delay(&error) {
+            None => ControlFlow::Break(Err(error)),
+            Some(delay) => {
+                self.state.guard.sleeper.sleep(delay);
+                self.state.attempt += 1;
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// The attempt number about to run (from 1).
+    pub fn attempt(&self) -> u32 {
+        self.state.attempt
+    }
+}

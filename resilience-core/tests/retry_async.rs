@@ -1,0 +1,226 @@
+//! The async retry executor on manual time.
+
+mod support;
+
+use resilience_core::backoff::{Backoff, BackoffStrategy};
+use resilience_core::retry::nesting::{current_depth, propagate};
+use resilience_core::retry::RetryPolicy;
+use resilience_core::ResilienceError;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use support::*;
+
+fn exp_policy(attempts: u32) -> RetryPolicy {
+    let backoff = Backoff::from_secs(BackoffStrategy::Exponential, 1.0, 60.0, false).unwrap();
+    RetryPolicy::new(attempts, backoff, RetryPolicy::DEFAULT_TOTAL_TIMEOUT).unwrap()
+}
+
+#[tokio::test]
+async fn r2_async_entry_point_retries_with_exact_backoff() {
+    let h = harness(exp_policy(4));
+    let calls = AtomicU32::new(0);
+    let out: Result<u32, TestError> = h
+        .guard
+        .call("get_plan")
+        .idempotent()
+        .run_async(|| async {
+            let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+            tokio::task::yield_now().await;
+            if n < 3 {
+                Err(op_err("flaky"))
+            } else {
+                Ok(n)
+            }
+        })
+        .await;
+    assert_eq!(out, Ok(3));
+    assert_eq!(h.sleeper.delays(), vec![secs(1.0), secs(2.0)]);
+}
+
+#[tokio::test]
+async fn r1_async_non_idempotent_runs_exactly_once() {
+    let h = harness(exp_policy(4));
+    let calls = AtomicU32::new(0);
+    let out: Result<(), TestError> = h
+        .guard
+        .call("apply")
+        .run_async(|| async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(op_err("no"))
+        })
+        .await;
+    assert_eq!(out, Err(op_err("no")));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn r6_async_nested_call_runs_once_across_awaits() {
+    let outer = harness(exp_policy(3));
+    let inner = harness(exp_policy(3));
+    let inner_calls = AtomicU32::new(0);
+    let out: Result<(), TestError> = outer
+        .guard
+        .call("outer")
+        .idempotent()
+        .run_async(|| async {
+            // Several awaits before the nested call: the depth follows the future.
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+            inner
+                .guard
+                .call("inner")
+                .idempotent()
+                .run_async(|| async {
+                    inner_calls.fetch_add(1, Ordering::SeqCst);
+                    Err::<(), _>(op_err("inner down"))
+                })
+                .await
+        })
+        .await;
+    assert!(out.is_err());
+    assert_eq!(
+        inner_calls.load(Ordering::SeqCst),
+        3,
+        "once per outer attempt, not 9"
+    );
+    assert!(inner.sleeper.delays().is_empty());
+    assert_eq!(current_depth(), 0);
+}
+
+#[tokio::test]
+async fn r6_sync_call_inside_async_guarded_call_sees_the_depth() {
+    let outer = harness(exp_policy(2));
+    let inner = harness(exp_policy(3));
+    let inner_calls = AtomicU32::new(0);
+    let _: Result<(), TestError> = outer
+        .guard
+        .call("outer")
+        .idempotent()
+        .run_async(|| async {
+            tokio::task::yield_now().await;
+            inner.guard.call("inner_sync").idempotent().run(|| {
+                inner_calls.fetch_add(1, Ordering::SeqCst);
+                Err(op_err("down"))
+            })
+        })
+        .await;
+    assert_eq!(inner_calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r6_spawned_task_starts_at_depth_zero_unless_propagated() {
+    let h = harness(exp_policy(2));
+    let depths = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let d = depths.clone();
+    let _: Result<(), TestError> = h
+        .guard
+        .call("outer")
+        .run_async(|| {
+            let d = d.clone();
+            async move {
+                let plain = tokio::spawn(async { current_depth() }).await.unwrap();
+                let carried = tokio::spawn(propagate(async { current_depth() }))
+                    .await
+                    .unwrap();
+                d.lock().push((current_depth(), plain, carried));
+                Ok(())
+            }
+        })
+        .await;
+    assert_eq!(*depths.lock(), vec![(1, 0, 1)]);
+}
+
+#[tokio::test]
+async fn r7_in_flight_async_attempt_is_cancelled_at_the_deadline() {
+    let h = harness(exp_policy(5));
+    let started = AtomicU32::new(0);
+    let dropped = Arc::new(AtomicU32::new(0));
+    struct CountDrop(Arc<AtomicU32>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let call = h
+        .guard
+        .call("hang")
+        .idempotent()
+        .total_timeout(secs(30.0))
+        .run_async(|| {
+            started.fetch_add(1, Ordering::SeqCst);
+            let guard = CountDrop(dropped.clone());
+            async move {
+                let _g = guard;
+                std::future::pending::<Result<(), TestError>>().await
+            }
+        });
+    let time_passes = async {
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        h.sleeper.advance(secs(29.0));
+        tokio::task::yield_now().await;
+        h.sleeper.advance(secs(1.0));
+    };
+    let (out, ()) = tokio::join!(call, time_passes);
+    match out {
+        Err(TestError::Framework(ResilienceError::TotalTimeout {
+            attempts, elapsed, ..
+        })) => {
+            assert_eq!(attempts, 1);
+            assert_eq!(elapsed, secs(30.0));
+        }
+        other => panic!("expected TotalTimeout, got {other:?}"),
+    }
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the in-flight attempt was dropped"
+    );
+}
+
+#[tokio::test]
+async fn r7_async_deadline_stops_scheduling_sleeps() {
+    let h = harness(exp_policy(10));
+    let calls = AtomicU32::new(0);
+    let out: Result<(), TestError> = h
+        .guard
+        .call("op")
+        .idempotent()
+        .total_timeout(secs(10.0))
+        .run_async(|| async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(op_err("down"))
+        })
+        .await;
+    assert_eq!(out, Err(op_err("down")));
+    assert_eq!(h.sleeper.delays(), vec![secs(1.0), secs(2.0), secs(4.0)]);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn async_loop_driver_lets_each_attempt_borrow_mutably() {
+    // The step API takes a fresh future per attempt, so the body can borrow `&mut` state.
+    let h = harness(exp_policy(3));
+    let mut log: Vec<u32> = Vec::new();
+    let mut driver = h.guard.call("push").idempotent().async_loop();
+    let out: Result<usize, TestError> = loop {
+        let attempt = driver.attempt();
+        let step = driver
+            .step(async {
+                log.push(attempt);
+                if log.len() < 2 {
+                    Err(op_err("again"))
+                } else {
+                    Ok(log.len())
+                }
+            })
+            .await;
+        if let std::ops::ControlFlow::Break(out) = step {
+            break out;
+        }
+    };
+    assert_eq!(out, Ok(2));
+    assert_eq!(log, vec![1, 2]);
+}
