@@ -1,11 +1,11 @@
 //! What macro expansions name, by absolute path. Not public API: may change in any release.
 //!
-//! TEMPORARY STAND-IN (branch wip/macros): the drivers below only loop up to `max_attempts`
-//! (default 3 when idempotent, 1 otherwise) with no breaker, no backoff sleep, no deadline and
-//! no nesting guard. They exist so the macro's expansion compiles and its shape can be tested
-//! before the real drivers (resilience-core `retry/driver.rs`) land; the lead replaces this
-//! whole file at merge. Names and signatures follow the runtime contract, plus two additions
-//! the macro needs (flagged `ADDITION` below).
+//! TEMPORARY STAND-IN (branch wip/macros): the lead replaces this whole file at merge. It
+//! wires the runtime contract's names to resilience-core's real drivers and registry (breaker,
+//! backoff, deadline, nesting guard, events) with default policies, the attribute's declared
+//! values laid over them; env vars and JSON overrides (resilience-config) are not read here.
+//! Names and signatures follow the runtime contract, plus the additions the macro needs
+//! (flagged `ADDITION` below).
 
 pub use ::core::future::Future;
 pub use ::core::ops::ControlFlow;
@@ -15,6 +15,13 @@ pub use ::core::result::Result;
 pub use resilience_core::backoff::BackoffStrategy;
 pub use resilience_core::retry::{Idempotency, Idempotent, NotIdempotent};
 pub use resilience_core::ResilienceError;
+
+use resilience_core::backoff::Backoff;
+use resilience_core::registry::{Registry, ServicePolicy};
+use resilience_core::retry as core_driver;
+use resilience_core::retry::{AllTransient, RetryPolicy, ServiceGuard};
+use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 /// The code-declared layer (will come from resilience-config; same fields).
 #[derive(Clone, Copy, Debug, Default)]
@@ -45,12 +52,14 @@ impl CodeDeclared {
     };
 }
 
-/// One per annotated fn, in a `static` inside the fn body.
+/// One per annotated fn, in a `static` inside the fn body. Resolves its service guard once
+/// (cached), so the hot path does no registry lookup.
 #[derive(Debug)]
 pub struct CallSite {
     service: &'static str,
     operation: &'static str,
     declared: CodeDeclared,
+    guard: OnceLock<ServiceGuard>,
 }
 
 impl CallSite {
@@ -64,26 +73,43 @@ impl CallSite {
             service,
             operation,
             declared,
+            guard: OnceLock::new(),
         }
     }
 
-    /// The service name.
-    pub fn service(&self) -> &'static str {
-        self.service
+    /// The service's guard (shared breaker) with this site's declared retry settings.
+    fn guard(&'static self) -> &'static ServiceGuard {
+        self.guard.get_or_init(|| {
+            let shared = registry().service(self.service);
+            let policy = declared_policy(shared.policy(), &self.declared);
+            shared.with_policy(policy)
+        })
     }
+}
 
-    /// The operation name.
-    pub fn operation(&self) -> &'static str {
-        self.operation
-    }
+/// Every service on default policies (no env or JSON: that is resilience-config's job).
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry::new(|_: &str| ServicePolicy::default()))
+}
 
-    fn max_attempts<I: Idempotency>(&self) -> u32 {
-        if I::IDEMPOTENT {
-            self.declared.max_attempts.unwrap_or(3)
-        } else {
-            1
-        }
-    }
+/// `base` with the declared values laid over it; `base` unchanged if they do not validate.
+fn declared_policy(base: RetryPolicy, d: &CodeDeclared) -> RetryPolicy {
+    let b = base.backoff();
+    let backoff = Backoff::from_secs(
+        d.backoff.unwrap_or(b.strategy()),
+        d.base_delay.unwrap_or(b.base_delay().as_secs_f64()),
+        d.max_delay.unwrap_or(b.max_delay().as_secs_f64()),
+        d.jitter.unwrap_or(b.jitter()),
+    );
+    let total = d
+        .total_timeout
+        .unwrap_or(base.total_timeout().as_secs_f64());
+    backoff
+        .and_then(|bo| {
+            RetryPolicy::from_secs(d.max_attempts.unwrap_or(base.max_attempts()), bo, total)
+        })
+        .unwrap_or(base)
 }
 
 /// The error type of a guarded fn: carries the framework's refusals.
@@ -96,60 +122,67 @@ pub trait RetryableError: From<ResilienceError> + ::core::fmt::Display {}
 
 impl<E: From<ResilienceError> + ::core::fmt::Display> RetryableError for E {}
 
-/// Sync driver state.
-#[derive(Debug)]
+/// Sync driver: the core driver for this call site.
 pub struct SyncLoop<I> {
-    site: &'static CallSite,
-    attempt: u32,
-    _idempotency: I,
+    inner: core_driver::SyncLoop<'static, AllTransient>,
+    _idempotency: PhantomData<I>,
 }
 
 /// Starts the sync driver for one call.
 pub fn sync_loop<I: Idempotency>(site: &'static CallSite, idempotency: I) -> SyncLoop<I> {
     SyncLoop {
-        site,
-        attempt: 0,
-        _idempotency: idempotency,
+        inner: site
+            .guard()
+            .call(site.operation)
+            .idempotency(idempotency)
+            .sync_loop(),
+        _idempotency: PhantomData,
     }
 }
 
 impl<I: Idempotency> SyncLoop<I> {
     /// Runs one attempt; breaks with the final result or continues with another attempt.
+    #[inline]
     pub fn step<T, E: RetryableError>(
         &mut self,
         attempt: impl FnOnce() -> Result<T, E>,
     ) -> ControlFlow<Result<T, E>> {
-        self.attempt += 1;
-        match attempt() {
-            Ok(v) => ControlFlow::Break(Ok(v)),
-            Err(e) if self.attempt >= self.site.max_attempts::<I>() => ControlFlow::Break(Err(e)),
-            Err(_) => ControlFlow::Continue(()),
-        }
+        self.inner.step(attempt)
     }
 }
 
 impl SyncLoop<NotIdempotent> {
     /// ADDITION: the single attempt of a not-idempotent operation. Consumes the driver, so the
     /// operation provably runs at most once and may move its arguments.
+    #[inline]
     pub fn once<T, E: RetryableError>(
         mut self,
         attempt: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        self.attempt += 1;
-        attempt()
+        match self.inner.step(attempt) {
+            ControlFlow::Break(out) => out,
+            ControlFlow::Continue(()) => {
+                unreachable!("stand-in: a not-idempotent call never retries")
+            }
+        }
     }
 }
 
-/// Async driver state.
-#[derive(Debug)]
+/// Async driver: the core driver for this call site.
 pub struct AsyncLoop<I> {
-    inner: SyncLoop<I>,
+    inner: core_driver::AsyncLoop<'static, AllTransient>,
+    _idempotency: PhantomData<I>,
 }
 
 /// Starts the async driver for one call.
 pub fn async_loop<I: Idempotency>(site: &'static CallSite, idempotency: I) -> AsyncLoop<I> {
     AsyncLoop {
-        inner: sync_loop(site, idempotency),
+        inner: site
+            .guard()
+            .call(site.operation)
+            .idempotency(idempotency)
+            .async_loop(),
+        _idempotency: PhantomData,
     }
 }
 
@@ -159,8 +192,7 @@ impl<I: Idempotency> AsyncLoop<I> {
         &mut self,
         attempt: F,
     ) -> ControlFlow<Result<T, E>> {
-        let out = attempt.await;
-        self.inner.step(move || out)
+        self.inner.step(attempt).await
     }
 }
 
@@ -168,9 +200,14 @@ impl AsyncLoop<NotIdempotent> {
     /// ADDITION: the single attempt of a not-idempotent async operation (see
     /// [`SyncLoop::once`]).
     pub async fn once<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
-        self,
+        mut self,
         attempt: F,
     ) -> Result<T, E> {
-        attempt.await
+        match self.inner.step(attempt).await {
+            ControlFlow::Break(out) => out,
+            ControlFlow::Continue(()) => {
+                unreachable!("stand-in: a not-idempotent call never retries")
+            }
+        }
     }
 }
