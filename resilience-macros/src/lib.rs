@@ -2,9 +2,9 @@
 //! framework. Use them through the facade (`resilience::retry_service_operation`), whose
 //! docs describe them; this crate's output names `::resilience::__private::…` only.
 //!
-//! Pipeline: [`args`] (what was written, with spans) → [`validate`] (the checked plan, every
-//! error collected) → [`expand`] (code from the plan); [`diag`] emits the untouched fn with
-//! the errors when anything is wrong (M3). [`defaults`] is `#[service_defaults]` (M5).
+//! Pipeline: `args` (what was written, with spans) → `validate` (the checked plan, every
+//! error collected) → `expand` (code from the plan); `diag` emits the untouched fn with
+//! the errors when anything is wrong (M3). `defaults` is `#[service_defaults]` (M5).
 
 mod args;
 mod defaults;
