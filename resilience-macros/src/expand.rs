@@ -11,7 +11,9 @@
 //!     static __RESILIENCE_SITE: P::CallSite = P::CallSite::new("plan_service", "get_plan", …);
 //!     let mut driver = P::sync_loop(&__RESILIENCE_SITE, P::Idempotent);
 //!     loop {
-//!         if let P::ControlFlow::Break(r) = driver.step(|| { <return edge> <body> }) { break r; }
+//!         if let P::ControlFlow::Break(r) = driver.step(|| -> Result<Plan, MyErr> <body>) {
+//!             break r;
+//!         }
 //!     }
 //! }
 //! ```
@@ -43,6 +45,9 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     );
     let result = Ident::new("resilience_result", Span::mixed_site());
     let attempt = Ident::new("resilience_attempt", Span::mixed_site());
+    // Sync attempts are closures whose declared return type lets `?` and `return` infer;
+    // async blocks cannot declare one, so they start with an unreachable typed `return`.
+    let ty = &plan.attempt_ty;
     let edge = return_edge(plan);
     // Errors about the attempt's type (e.g. `E: RetryableError`) are reported at the driver
     // method; spanning it on the declared error type points the user at the right place.
@@ -54,13 +59,13 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         (Shape::Sync, true) => quote! {
             let mut #driver = #p::sync_loop(&#site, #p::Idempotent);
             loop {
-                if let #p::ControlFlow::Break(#result) = #driver.#step(|| { #edge #body }) {
+                if let #p::ControlFlow::Break(#result) = #driver.#step(|| -> #ty #body) {
                     break #result;
                 }
             }
         },
         (Shape::Sync, false) => quote! {
-            #p::sync_loop(&#site, #p::NotIdempotent).#once(|| { #edge #body })
+            #p::sync_loop(&#site, #p::NotIdempotent).#once(|| -> #ty #body)
         },
         (Shape::AsyncFn, true) => quote! {
             let mut #driver = #p::async_loop(&#site, #p::Idempotent);

@@ -36,7 +36,7 @@ fn retry_service_operation2(
 ) -> proc_macro2::TokenStream {
     let ctxt = diag::Ctxt::new();
     let parsed = args::parse(args, &ctxt);
-    let plan = match syn::parse2::<item::ItemFn>(item.clone()) {
+    let plan = match item::ItemFn::parse(item.clone()) {
         Ok(f) => validate::validate(parsed, &f, &ctxt).map(|plan| (plan, f)),
         Err(_) => {
             ctxt.error(
