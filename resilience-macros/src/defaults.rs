@@ -238,3 +238,85 @@ fn rewrite_attr(g: &Group, defaults: &TokenStream) -> (Group, Option<&'static st
     group.set_span(g.span());
     (group, Some(name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(item: TokenStream) -> String {
+        let (index, body) = container_body(&item).expect("a container");
+        let _ = index;
+        rewrite_items(body.stream(), &quote!(service = "svc")).to_string()
+    }
+
+    #[test]
+    fn m5_every_spelling_of_the_inner_attribute_gets_the_defaults() {
+        let out = rewrite(quote! {
+            impl C {
+                #[retry_service_operation(idempotent)] fn a(&self) {}
+                #[resilience::retry_service_operation] fn b(&self) {}
+                #[::resilience::retry_service_operation(idempotent,)] fn c(&self) {}
+                #[doc = "untouched"] #[inline] fn d(&self) {}
+            }
+        });
+        assert_eq!(
+            out.matches("__defaults (service = \"svc\")").count(),
+            3,
+            "{out}"
+        );
+        assert!(
+            out.contains("retry_service_operation (idempotent , __defaults"),
+            "{out}"
+        );
+        assert!(out.contains("retry_service_operation (__defaults"), "{out}");
+        // A trailing comma is not doubled.
+        assert!(!out.contains(", ,"), "{out}");
+        assert!(out.contains("# [doc = \"untouched\"] # [inline]"), "{out}");
+    }
+
+    #[test]
+    fn m5_fn_bodies_are_never_entered_but_nested_containers_are() {
+        let out = rewrite(quote! {
+            mod m {
+                fn outer() {
+                    #[retry_service_operation(idempotent)] fn inner() {}
+                }
+                impl<T: Fn() -> u8> S<T> where T: Clone {
+                    #[retry_service_operation(idempotent)] fn method(&self) {}
+                }
+                #[service_defaults(service = "inner")]
+                mod nested {
+                    #[retry_service_operation(idempotent)] fn deep() {}
+                }
+            }
+        });
+        // `method` (impl inside the mod) and the nested #[service_defaults] get them; the fn
+        // inside `outer`'s body and `deep` (the nested defaults pass them on) do not.
+        assert_eq!(out.matches("__defaults").count(), 2, "{out}");
+        assert!(
+            out.contains("service_defaults (service = \"inner\" , __defaults"),
+            "{out}"
+        );
+        assert!(out.contains("fn inner"), "{out}");
+    }
+
+    #[test]
+    fn m5_container_body_skips_braces_inside_generics() {
+        let item = quote! { impl<const N: usize> S<{ N }> { fn f() {} } };
+        let (_, body) = container_body(&item).expect("a container");
+        assert_eq!(body.stream().to_string(), "fn f () { }");
+    }
+
+    #[test]
+    fn m5_misplaced_defaults_say_where_they_go() {
+        assert!(container_body(&quote! { fn f() {} })
+            .unwrap_err()
+            .contains("on a single fn"));
+        assert!(container_body(&quote! { mod m; })
+            .unwrap_err()
+            .contains("inline `mod"));
+        assert!(container_body(&quote! { struct S {} })
+            .unwrap_err()
+            .contains("impl"));
+    }
+}
