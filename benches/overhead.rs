@@ -1,11 +1,13 @@
+#![allow(missing_docs)] // criterion_group! generates undocumented fns
 //! Success-path overhead of a guarded call against a direct call and peers, in one run.
 //!
 //! `cargo bench --bench overhead` (see BENCHMARKS.md for the figures and how to read them).
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion};
 use resilience::retry::ServiceGuard;
 use resilience::ResilienceError;
 use std::future::Future;
+use std::hint::black_box;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -53,6 +55,23 @@ fn sync_paths(c: &mut Criterion) {
                 .call("op")
                 .idempotent()
                 .run(|| operation(black_box(7)))
+        })
+    });
+    // Through the registry: what an annotated fn does (a static call site caching its guard).
+    static SITE: resilience::__private::CallSite = resilience::__private::CallSite::new(
+        "bench_service",
+        "op",
+        resilience::__private::CodeDeclared::EMPTY,
+    );
+    g.bench_function("resilience_call_site", |b| {
+        b.iter(|| {
+            let mut driver =
+                resilience::__private::sync_loop(&SITE, resilience::__private::Idempotent);
+            loop {
+                if let std::ops::ControlFlow::Break(out) = driver.step(|| operation(black_box(7))) {
+                    break out;
+                }
+            }
         })
     });
     g.bench_function("backon_blocking_retry", |b| {

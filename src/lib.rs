@@ -180,6 +180,22 @@ pub use resilience_macros::service_defaults;
 /// Configuration: env vars, JSON overrides, provenance.
 pub use resilience_config as config;
 
+pub use runtime::{ReloadRefused, Runtime, RuntimeBuilder};
+
+mod runtime;
+mod site;
+
+/// Closes `service`'s circuit in the process-wide runtime and clears its counters and
+/// timestamps at once (B9). `false` if it has no breaker or was never used.
+pub fn reset_circuit(service: &str) -> bool {
+    Runtime::global().reset_circuit(service)
+}
+
+/// Whether `service`'s circuit is open in the process-wide runtime; safe from any thread (B10).
+pub fn is_circuit_open(service: &str) -> bool {
+    Runtime::global().is_circuit_open(service)
+}
+
 /// Support for the code `#[retry_service_operation]` generates. Not public API.
 #[doc(hidden)]
 pub mod __private;

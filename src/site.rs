@@ -2,39 +2,9 @@
 //! does no registry lookup on its hot path.
 
 use crate::runtime::Runtime;
-use resilience_core::backoff::BackoffStrategy;
+use resilience_config::CodeDeclared;
 use resilience_core::retry::ServiceGuard;
 use std::sync::{Arc, OnceLock};
-
-/// Values declared in code by `#[retry_service_operation(...)]` arguments: the layer above the
-/// built-in table and below env vars and JSON overrides (C13). Seconds are `f64`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CodeDeclared {
-    /// `max_attempts = n`.
-    pub max_attempts: Option<u32>,
-    /// `backoff = "…"`.
-    pub backoff: Option<BackoffStrategy>,
-    /// `base_delay = secs`.
-    pub base_delay: Option<f64>,
-    /// `max_delay = secs`.
-    pub max_delay: Option<f64>,
-    /// `jitter = bool`.
-    pub jitter: Option<bool>,
-    /// `total_timeout = secs`.
-    pub total_timeout: Option<f64>,
-}
-
-impl CodeDeclared {
-    /// Nothing declared.
-    pub const EMPTY: Self = Self {
-        max_attempts: None,
-        backoff: None,
-        base_delay: None,
-        max_delay: None,
-        jitter: None,
-        total_timeout: None,
-    };
-}
 
 /// One annotated fn: its service, operation name and declared values, and its cached guard.
 #[derive(Debug)]
@@ -47,7 +17,11 @@ pub struct CallSite {
 
 impl CallSite {
     /// A call site; `const` so expansions can put it in a `static`.
-    pub const fn new(service: &'static str, operation: &'static str, declared: CodeDeclared) -> Self {
+    pub const fn new(
+        service: &'static str,
+        operation: &'static str,
+        declared: CodeDeclared,
+    ) -> Self {
         Self {
             service,
             operation,
@@ -76,6 +50,7 @@ impl CallSite {
     /// first use against the default runtime, then a single atomic load.
     #[inline]
     pub fn guard(&'static self) -> &'static ServiceGuard {
-        self.guard.get_or_init(|| Runtime::global().register_site(self))
+        self.guard
+            .get_or_init(|| Runtime::global().register_site(self))
     }
 }

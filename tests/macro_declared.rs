@@ -114,10 +114,6 @@ mod recording {
             ) -> ControlFlow<Result<T, E>> {
                 ControlFlow::Break(f())
             }
-
-            pub fn once<T, E>(self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-                f()
-            }
         }
 
         impl AsyncLoop {
@@ -127,10 +123,24 @@ mod recording {
             ) -> ControlFlow<Result<T, E>> {
                 ControlFlow::Break(f.await)
             }
+        }
 
-            pub async fn once<T, E>(self, f: impl Future<Output = Result<T, E>>) -> Result<T, E> {
-                f.await
-            }
+        pub const fn assert_retryable_error<E>() {}
+
+        pub fn sync_once<T, E>(
+            site: &'static CallSite,
+            f: impl FnOnce() -> Result<T, E>,
+        ) -> Result<T, E> {
+            record::<NotIdempotent>(site);
+            f()
+        }
+
+        pub async fn async_once<T, E>(
+            site: &'static CallSite,
+            f: impl Future<Output = Result<T, E>>,
+        ) -> Result<T, E> {
+            record::<NotIdempotent>(site);
+            f.await
         }
     }
 }

@@ -19,8 +19,8 @@
 //! ```
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
-//! makes its single attempt through `once`, which consumes the driver: no loop, so its body
-//! may move its arguments (M4). A body that moves an argument in a retried fn is rejected by
+//! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
+//! by value: no loop, so its body may move its arguments (M4). A body that moves an argument in a retried fn is rejected by
 //! rustc with "value moved here, in previous iteration of loop", naming the argument (M4).
 
 use crate::item::ItemFn;
@@ -52,11 +52,24 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // Errors about the attempt's type (e.g. `E: RetryableError`) are reported at the driver
     // method; spanning it on the declared error type points the user at the right place.
     let step = Ident::new("step", plan.error_span);
-    let once = Ident::new("once", plan.error_span);
+    // A call's unmet bounds are reported on its callee path: put the whole path there.
+    let p_at_error = respan(&p, plan.error_span);
+    let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
+    let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
     let await_ = quote_spanned!(plan.error_span=> .await);
+    let once_fut = Ident::new(
+        "resilience_once",
+        Span::mixed_site().located_at(plan.error_span),
+    );
+    // The retry loop's driver bounds `E` less readably than `RetryableError` does; when `E`
+    // can be named, ask for the readable check first (on the error type's span).
+    let check = plan.error_ty.as_ref().map(|e| {
+        quote_spanned! {plan.error_span=> #p::assert_retryable_error::<#e>(); }
+    });
 
     let guarded = match (plan.shape, plan.idempotent) {
         (Shape::Sync, true) => quote! {
+            #check
             let mut #driver = #p::sync_loop(&#site, #p::Idempotent);
             loop {
                 if let #p::ControlFlow::Break(#result) = #driver.#step(|| -> #ty #body) {
@@ -64,10 +77,11 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                 }
             }
         },
-        (Shape::Sync, false) => quote! {
-            #p::sync_loop(&#site, #p::NotIdempotent).#once(|| -> #ty #body)
+        (Shape::Sync, false) => quote_spanned! {plan.error_span=>
+            #sync_once(&#site, || -> #ty #body)
         },
         (Shape::AsyncFn, true) => quote! {
+            #check
             let mut #driver = #p::async_loop(&#site, #p::Idempotent);
             loop {
                 if let #p::ControlFlow::Break(#result) = #driver.#step(async { #edge #body }) #await_ {
@@ -75,13 +89,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                 }
             }
         },
-        (Shape::AsyncFn, false) => quote! {
-            let #driver = #p::async_loop(&#site, #p::NotIdempotent);
-            #driver.#once(async { #edge #body }) #await_
+        (Shape::AsyncFn, false) => quote_spanned! {plan.error_span=>
+            let #once_fut = #async_once(&#site, async { #edge #body });
+            #once_fut #await_
         },
         // Each attempt runs the original body again for a fresh future, so the returned
         // future owns the arguments.
         (Shape::ImplFuture, true) => quote! {
+            #check
             async move {
                 let mut #driver = #p::async_loop(&#site, #p::Idempotent);
                 loop {
@@ -99,12 +114,30 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             #[allow(clippy::redundant_closure_call)]
             let #attempt = (|| #body)();
             async move {
-                let #driver = #p::async_loop(&#site, #p::NotIdempotent);
-                #driver.#once(#attempt) #await_
+                let #once_fut = #async_once(&#site, #attempt);
+                #once_fut #await_
             }
         },
     };
     item.with_body(quote! { #site_static #guarded })
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(&g.stream(), span));
+                group.set_span(span);
+                tt = proc_macro2::TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
 }
 
 fn private(plan: &Plan) -> TokenStream {

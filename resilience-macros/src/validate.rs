@@ -26,6 +26,8 @@ pub(crate) struct Plan {
     /// Where the error type `E` is written (or the whole `Result` type for aliases like
     /// `io::Result<T>`): type errors about `E` are pointed there.
     pub(crate) error_span: Span,
+    /// `E` when it can be named (`Result<T, E>` spelt out, no `impl Trait` in it).
+    pub(crate) error_ty: Option<Type>,
 }
 
 /// The code-declared settings (C13's "code" layer). `None`: not declared here.
@@ -140,6 +142,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         return None;
     }
     let (shape, attempt_ty, error_span) = output?;
+    let error_ty = error_type(&attempt_ty);
     Some(Plan {
         krate,
         service: service?,
@@ -149,6 +152,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         shape,
         attempt_ty,
         error_span,
+        error_ty,
     })
 }
 
@@ -448,6 +452,37 @@ fn is_result(ty: &Type) -> bool {
         Type::Paren(p) => is_result(&p.elem),
         Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
         _ => false,
+    }
+}
+
+/// `E` in `…Result<T, E>`, unless it contains an erased `impl Trait` (`_`).
+fn error_type(erased: &Type) -> Option<Type> {
+    let Type::Path(p) = erased else { return None };
+    let PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    let types: Vec<&Type> = a
+        .args
+        .iter()
+        .filter_map(|g| match g {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let e = (*types.get(1)?).clone();
+    let mut finder = FindInfer(false);
+    finder.visit_type_mut(&mut e.clone());
+    (types.len() == 2 && !finder.0).then_some(e)
+}
+
+struct FindInfer(bool);
+
+impl VisitMut for FindInfer {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if matches!(ty, Type::Infer(_)) {
+            self.0 = true;
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
     }
 }
 

@@ -100,12 +100,7 @@ impl Backoff {
     /// `retry = 0` is treated as 1.
     pub fn delay(&self, retry: u32, rng: &mut JitterRng) -> Duration {
         let base = self.base_delay;
-        let grown = || {
-            let shift = retry.saturating_sub(1).min(63);
-            // Saturate instead of overflowing: the cap below brings it back.
-            base.checked_mul(1u32.checked_shl(shift).unwrap_or(u32::MAX))
-                .unwrap_or(Duration::MAX)
-        };
+        let grown = || doubled(base, retry);
         let raw = match self.strategy {
             BackoffStrategy::None => return Duration::ZERO,
             BackoffStrategy::Fixed | BackoffStrategy::Linear => base,
@@ -124,4 +119,23 @@ impl Backoff {
         };
         with_jitter.min(self.max_delay)
     }
+}
+
+/// `base · 2^(retry-1)`, saturating at `Duration::MAX` instead of overflowing (the cap brings
+/// it back). Exact up to saturation: a multiplier clamped to `u32::MAX` made the schedule stop
+/// growing from retry 33 on.
+fn doubled(base: Duration, retry: u32) -> Duration {
+    const NANOS_PER_SEC: u128 = 1_000_000_000;
+    let shift = retry.saturating_sub(1);
+    let nanos = base.as_nanos();
+    if nanos == 0 {
+        return Duration::ZERO;
+    }
+    if shift >= nanos.leading_zeros() {
+        return Duration::MAX;
+    }
+    let grown = nanos << shift;
+    u64::try_from(grown / NANOS_PER_SEC).map_or(Duration::MAX, |secs| {
+        Duration::new(secs, (grown % NANOS_PER_SEC) as u32)
+    })
 }

@@ -1,0 +1,52 @@
+//! `explain`: the table.
+
+use crate::render;
+use resilience_config::{CodeDeclared, Config};
+
+/// One block per service: SERVICE and CATEGORY on its first row, then every setting with
+/// its value and source.
+pub fn table(config: &Config, services: &[String]) -> String {
+    let mut rows = vec![header()];
+    for (i, name) in services.iter().enumerate() {
+        if i > 0 {
+            rows.push(Vec::new());
+        }
+        let s = config.resolve(name, &CodeDeclared::EMPTY);
+        for (j, e) in s.entries().iter().enumerate() {
+            let (svc, cat) = if j == 0 {
+                (name.clone(), s.category.to_string())
+            } else {
+                (String::new(), String::new())
+            };
+            rows.push(vec![
+                svc,
+                cat,
+                format!("{}.{}", e.section.as_str(), e.key),
+                render::value(&s, e),
+                render::source(e.source),
+            ]);
+        }
+    }
+    format!(
+        "resilience configuration (prefix {}; sources: built-in < code < env < json; \
+         code-declared arguments are per function and not shown)\n\n{}",
+        config.prefix(),
+        render::columns(&rows)
+    )
+}
+
+fn header() -> Vec<String> {
+    ["SERVICE", "CATEGORY", "SETTING", "VALUE", "SOURCE"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// Loading problems go to stderr so the table stays clean; `check` lists them in full.
+pub fn warn_on_stderr(config: &Config) {
+    for d in config.diagnostics() {
+        eprintln!("warning: {d}");
+    }
+    if !config.diagnostics().is_empty() {
+        eprintln!("(run `resilience-config check` to validate; exit status 1 on problems)");
+    }
+}

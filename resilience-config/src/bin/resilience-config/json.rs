@@ -1,0 +1,51 @@
+//! `explain --json`: one document with the table's content.
+
+use crate::render;
+use resilience_config::{CodeDeclared, Config, Source};
+use serde_json::{json, Map, Value};
+
+/// `{"prefix", "services": {NAME: {"category", KEY: {"value", "source", …}}}, "diagnostics"}`.
+/// A source is `built-in`, `code`, `env` (with `env_var`), `json` (with `path`) or `default`.
+pub fn document(config: &Config, services: &[String]) -> String {
+    let mut out = Map::new();
+    for name in services {
+        let s = config.resolve(name, &CodeDeclared::EMPTY);
+        let mut svc = Map::new();
+        svc.insert("category".into(), s.category.as_str().into());
+        for e in s.entries() {
+            let mut v = Map::new();
+            v.insert("value".into(), render::json_value(e.value));
+            v.insert("source".into(), e.source.label().into());
+            match e.source {
+                Source::Env(var) => {
+                    v.insert("env_var".into(), var.into());
+                }
+                Source::Json => {
+                    let path = format!("{name}.{}.{}", e.section.as_str(), e.key);
+                    v.insert("path".into(), path.into());
+                }
+                _ => {}
+            }
+            svc.insert(e.key.into(), Value::Object(v));
+        }
+        out.insert(name.clone(), Value::Object(svc));
+    }
+    let diagnostics: Vec<Value> = config
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            json!({
+                "kind": format!("{:?}", d.kind()),
+                "env_var": d.env_var(),
+                "path": d.path(),
+                "message": d.message(),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "prefix": config.prefix(),
+        "services": out,
+        "diagnostics": diagnostics,
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}

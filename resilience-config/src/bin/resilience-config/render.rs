@@ -1,0 +1,53 @@
+//! Text shared by the table and the check report.
+
+use resilience_config::{Entry, ServiceSettings, SettingValue, Source};
+
+/// A value as shown in the table; a base delay under its strategy's floor says so (R5).
+pub fn value(settings: &ServiceSettings, entry: &Entry) -> String {
+    if entry.key == "base_delay" {
+        let floor = settings.backoff_strategy.value.floor().as_secs_f64();
+        if settings.base_delay.value < floor {
+            return format!("{} (floor {floor:?} s)", entry.value);
+        }
+    }
+    entry.value.to_string()
+}
+
+/// A source as shown in the table.
+pub fn source(source: Source) -> String {
+    source.to_string()
+}
+
+/// A value as JSON: counts and seconds as numbers, flags as booleans, strategies as strings.
+pub fn json_value(value: SettingValue) -> serde_json::Value {
+    match value {
+        SettingValue::Count(n) => n.into(),
+        SettingValue::Seconds(s) => s.into(),
+        SettingValue::Flag(b) => b.into(),
+        SettingValue::Strategy(s) => s.as_str().into(),
+    }
+}
+
+/// Left-aligned columns separated by two spaces; trailing spaces trimmed.
+pub fn columns(rows: &[Vec<String>]) -> String {
+    let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..width)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (cell, w) in row.iter().zip(&widths) {
+            line.push_str(&format!("{cell:<w$}  "));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,158 @@
+//! The loaded configuration and per-service resolution with provenance (C11, C13).
+
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::env::{EnvLayer, EnvSource, Globals, ProcessEnv};
+use crate::keys::{GlobalKey, DEFAULT_PREFIX};
+use crate::overrides::{self, ServiceOverride};
+use crate::settings::{CodeDeclared, ServiceSettings};
+use crate::table::BUILT_IN_SERVICES;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The configuration read from the environment once: validated global variables, validated
+/// per-service JSON overrides, and every problem found on the way.
+///
+/// Cheap to clone (one `Arc`). Loading never fails: a bad value is reported in
+/// [`diagnostics`](Self::diagnostics) (and as a `tracing` warning) and the lower layer's value
+/// is kept.
+///
+/// ```
+/// use resilience_config::{CodeDeclared, Config, Source};
+/// use std::collections::HashMap;
+///
+/// let env = HashMap::from([(
+///     "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES",
+///     r#"{"plan_service": {"retry": {"max_attempts": 5}}}"#,
+/// )]);
+/// let config = Config::from_source(&env);
+/// let plan = config.resolve("plan_service", &CodeDeclared::EMPTY);
+/// assert_eq!((plan.max_attempts.value, plan.max_attempts.source), (5, Source::Json));
+/// assert!(config.diagnostics().is_empty());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Config {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    prefix: String,
+    env: EnvLayer,
+    overrides: BTreeMap<String, ServiceOverride>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Config {
+    /// Reads the real process environment under the `CLEVERAGENTS` prefix.
+    pub fn from_env() -> Self {
+        Self::from_source(&ProcessEnv)
+    }
+
+    /// Reads `source` under the `CLEVERAGENTS` prefix.
+    pub fn from_source(source: &dyn EnvSource) -> Self {
+        Self::with_prefix(DEFAULT_PREFIX, source)
+    }
+
+    /// Reads `source` under another prefix: `with_prefix("MYAPP", &ProcessEnv)` reads
+    /// `MYAPP_RETRY_MAX_ATTEMPTS` and so on. An empty prefix reads `RETRY_MAX_ATTEMPTS`.
+    pub fn with_prefix(prefix: &str, source: &dyn EnvSource) -> Self {
+        let mut diags = Diagnostics::default();
+        let (env, raw_overrides) = EnvLayer::load(source, prefix, &mut diags);
+        let overrides = match raw_overrides {
+            Some(raw) => overrides::parse(
+                &raw,
+                GlobalKey::ServiceOverrides.env_var(prefix),
+                &mut diags,
+            ),
+            None => BTreeMap::new(),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                prefix: prefix.to_owned(),
+                env,
+                overrides,
+                diagnostics: diags.into_vec(),
+            }),
+        }
+    }
+
+    /// The environment variable prefix this configuration was read with.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// The effective settings of `service` for a function that declared `declared`:
+    /// built-in table (or database defaults for an unknown service) < code-declared < global
+    /// variables that were set < the service's JSON override (C13). Each value carries its
+    /// [`Source`](crate::Source); the result is a fresh value the caller owns (C11).
+    pub fn resolve(&self, service: &str, declared: &CodeDeclared) -> ServiceSettings {
+        let mut s = ServiceSettings::defaults(service);
+        s.apply_code_declared(declared);
+        let env = &self.inner.env;
+        if let Some(v) = env.max_attempts {
+            s.max_attempts = v;
+        }
+        if let Some(v) = env.base_delay {
+            s.base_delay = v;
+        }
+        if let Some(v) = env.max_delay {
+            s.max_delay = v;
+        }
+        if let Some(v) = env.jitter {
+            s.jitter = v;
+        }
+        if let Some(v) = env.backoff_strategy {
+            s.backoff_strategy = v;
+        }
+        if let Some(v) = env.failure_threshold {
+            s.failure_threshold = v;
+        }
+        if let Some(v) = env.recovery_timeout {
+            s.recovery_timeout = v;
+        }
+        if let Some(v) = env.cooldown {
+            s.cooldown_seconds = v;
+        }
+        if let Some(ov) = self.inner.overrides.get(service) {
+            ov.apply(&mut s);
+        }
+        s
+    }
+
+    /// The built-in 11 services in table order, then every other service named in an applied
+    /// override, sorted.
+    pub fn service_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = BUILT_IN_SERVICES
+            .iter()
+            .map(|(n, _)| (*n).to_owned())
+            .collect();
+        for name in self.inner.overrides.keys() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
+    /// Whether a (valid) JSON override applies to `service`.
+    pub fn has_override(&self, service: &str) -> bool {
+        self.inner.overrides.contains_key(service)
+    }
+
+    /// The global keys' effective values and sources (C1).
+    pub fn globals(&self) -> Globals {
+        self.inner.env.globals()
+    }
+
+    /// Every problem found while loading, in the order found. Empty when all is well.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.inner.diagnostics
+    }
+}
+
+impl Default for Config {
+    /// No variables set: the built-in table only.
+    fn default() -> Self {
+        Self::from_source(&BTreeMap::<String, String>::new())
+    }
+}

@@ -1,0 +1,118 @@
+//! Problems found while loading the configuration: each names the environment variable or the
+//! JSON path at fault, and shows only sanitized values.
+
+use std::fmt;
+
+/// What kind of problem a [`Diagnostic`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// A value that does not parse or is out of range; the lower layer's value is kept (C1),
+    /// or, inside a JSON override, that service's whole override is skipped (C8).
+    InvalidValue,
+    /// A key (or a prefixed variable) that means nothing here; probably a typo (C10).
+    UnknownKey,
+    /// An override names a service that is not built in but is spelled like one.
+    SuspectServiceName,
+    /// The override string is longer than the limit and was rejected whole (C6).
+    TooLong,
+    /// The override string is not valid JSON, or not a JSON object.
+    InvalidJson,
+    /// A service's override is not a JSON object and was ignored (C9).
+    NotAnObject,
+}
+
+/// One problem found while loading, with where it is and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    kind: DiagnosticKind,
+    env_var: String,
+    path: Option<String>,
+    message: String,
+}
+
+impl Diagnostic {
+    pub(crate) fn env(kind: DiagnosticKind, env_var: impl Into<String>, message: String) -> Self {
+        Self {
+            kind,
+            env_var: env_var.into(),
+            path: None,
+            message,
+        }
+    }
+
+    pub(crate) fn json(
+        kind: DiagnosticKind,
+        env_var: &'static str,
+        path: String,
+        message: String,
+    ) -> Self {
+        Self {
+            kind,
+            env_var: env_var.to_owned(),
+            path: Some(path),
+            message,
+        }
+    }
+
+    /// What kind of problem this is.
+    pub fn kind(&self) -> DiagnosticKind {
+        self.kind
+    }
+
+    /// The environment variable involved (for JSON problems, the overrides variable).
+    pub fn env_var(&self) -> &str {
+        &self.env_var
+    }
+
+    /// The JSON path at fault, like `plan_service.retry.max_attempts`, for override problems.
+    pub fn path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    /// The most precise location: the JSON path if there is one, else the variable name.
+    pub fn location(&self) -> &str {
+        self.path.as_deref().unwrap_or(&self.env_var)
+    }
+
+    /// What is wrong and what was done about it. Values in it are sanitized.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "{} {path}: {}", self.env_var, self.message),
+            None => write!(f, "{}: {}", self.env_var, self.message),
+        }
+    }
+}
+
+/// Collects diagnostics, emitting one `tracing` warning per diagnostic as it is recorded.
+#[derive(Debug, Default)]
+pub(crate) struct Diagnostics(Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub(crate) fn push(&mut self, d: Diagnostic) {
+        tracing::warn!(
+            target: "resilience_config",
+            env_var = %d.env_var,
+            path = d.path.as_deref().unwrap_or(""),
+            kind = ?d.kind,
+            "{}",
+            d.message
+        );
+        self.0.push(d);
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<Diagnostic> {
+        self.0
+    }
+}
+
+/// Shows an input value in a message: sanitized (no secret reaches a log line) and quoted.
+pub(crate) fn shown(value: &str) -> String {
+    format!("`{}`", resilience_core::sanitize(value))
+}

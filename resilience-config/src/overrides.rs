@@ -1,0 +1,307 @@
+//! The JSON per-service overrides (C2, C4, C6–C10).
+//!
+//! ```json
+//! {"plan_service": {"retry": {"max_attempts": 5}, "circuit_breaker": {"enabled": false}}}
+//! ```
+//!
+//! - over [`MAX_OVERRIDES_LEN`] characters: rejected whole, one warning (C6);
+//! - a `service_name` key is ignored (C7);
+//! - any invalid value skips that service's whole override; the others still apply (C8);
+//! - a service whose override is not an object is ignored (C9);
+//! - unknown keys warn, naming the key and service, with the closest valid key (C10).
+
+use crate::diagnostics::{shown, Diagnostic, DiagnosticKind, Diagnostics};
+use crate::parse::{self, Secs};
+use crate::settings::ServiceSettings;
+use crate::source::Source;
+use crate::suggest::closest;
+use crate::table::{built_in_category, BUILT_IN_SERVICES};
+use resilience_core::backoff::BackoffStrategy;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The longest override string accepted, in characters (C6).
+pub const MAX_OVERRIDES_LEN: usize = 10_000;
+
+/// Keys of an override's `retry` object.
+pub const RETRY_KEYS: [&str; 7] = [
+    "max_attempts",
+    "base_delay",
+    "max_delay",
+    "jitter",
+    "backoff_strategy",
+    "total_timeout",
+    "retry_on_idempotent_only",
+];
+
+/// Keys of an override's `circuit_breaker` object.
+pub const BREAKER_KEYS: [&str; 5] = [
+    "failure_threshold",
+    "recovery_timeout",
+    "cooldown_seconds",
+    "half_open_max_successes",
+    "enabled",
+];
+
+const SECTIONS: [&str; 2] = ["retry", "circuit_breaker"];
+/// Ignored wherever it appears in an override (C7).
+const SERVICE_NAME: &str = "service_name";
+
+/// One service's validated override; `None` fields leave lower layers in place.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ServiceOverride {
+    max_attempts: Option<u32>,
+    base_delay: Option<f64>,
+    max_delay: Option<f64>,
+    jitter: Option<bool>,
+    backoff_strategy: Option<BackoffStrategy>,
+    total_timeout: Option<f64>,
+    retry_on_idempotent_only: Option<bool>,
+    failure_threshold: Option<u32>,
+    recovery_timeout: Option<f64>,
+    cooldown_seconds: Option<f64>,
+    half_open_max_successes: Option<u32>,
+    enabled: Option<bool>,
+}
+
+impl ServiceOverride {
+    /// Lays this override over `s`, the top layer (C13).
+    pub(crate) fn apply(&self, s: &mut ServiceSettings) {
+        let j = Source::Json;
+        s.max_attempts.overlay(self.max_attempts, j);
+        s.base_delay.overlay(self.base_delay, j);
+        s.max_delay.overlay(self.max_delay, j);
+        s.jitter.overlay(self.jitter, j);
+        s.backoff_strategy.overlay(self.backoff_strategy, j);
+        s.total_timeout.overlay(self.total_timeout, j);
+        s.retry_on_idempotent_only
+            .overlay(self.retry_on_idempotent_only, j);
+        s.failure_threshold.overlay(self.failure_threshold, j);
+        s.recovery_timeout.overlay(self.recovery_timeout, j);
+        s.cooldown_seconds.overlay(self.cooldown_seconds, j);
+        s.half_open_max_successes
+            .overlay(self.half_open_max_successes, j);
+        s.enabled.overlay(self.enabled, j);
+    }
+
+    /// Parses and sets one field; `Err` is the message for an invalid value.
+    fn set(&mut self, key: &str, v: &Value) -> Result<(), String> {
+        let nn = Secs::NonNegative;
+        match key {
+            "max_attempts" => self.max_attempts = Some(parse::count_json(v, 1)?),
+            "base_delay" => self.base_delay = Some(parse::secs_json(v, nn)?),
+            "max_delay" => self.max_delay = Some(parse::secs_json(v, nn)?),
+            "jitter" => self.jitter = Some(parse::bool_json(v)?),
+            "backoff_strategy" => self.backoff_strategy = Some(parse::strategy_json(v)?),
+            "total_timeout" => self.total_timeout = Some(parse::secs_json(v, Secs::Positive)?),
+            "retry_on_idempotent_only" => {
+                self.retry_on_idempotent_only = Some(parse::bool_json(v)?)
+            }
+            "failure_threshold" => self.failure_threshold = Some(parse::count_json(v, 1)?),
+            "recovery_timeout" => self.recovery_timeout = Some(parse::secs_json(v, nn)?),
+            "cooldown_seconds" => self.cooldown_seconds = Some(parse::secs_json(v, nn)?),
+            "half_open_max_successes" => {
+                self.half_open_max_successes = Some(parse::count_json(v, 1)?)
+            }
+            "enabled" => self.enabled = Some(parse::bool_json(v)?),
+            // Callers only pass keys from RETRY_KEYS / BREAKER_KEYS.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Parses the override string. Every problem is recorded; what is valid is returned.
+pub(crate) fn parse(
+    raw: &str,
+    env_var: &'static str,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, ServiceOverride> {
+    let mut out = BTreeMap::new();
+    let whole = |kind, message| Diagnostic::env(kind, env_var, message);
+    let len = raw.chars().count();
+    if len > MAX_OVERRIDES_LEN {
+        diags.push(whole(
+            DiagnosticKind::TooLong,
+            format!(
+                "is {len} characters, over the limit of {MAX_OVERRIDES_LEN}; all overrides ignored"
+            ),
+        ));
+        return out;
+    }
+    let services = match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => {
+            let got = json_type(&other);
+            diags.push(whole(
+                DiagnosticKind::InvalidJson,
+                format!("must be a JSON object of service names, got {got}; all overrides ignored"),
+            ));
+            return out;
+        }
+        Err(e) => {
+            let why = resilience_core::sanitize(&e.to_string()).into_owned();
+            diags.push(whole(
+                DiagnosticKind::InvalidJson,
+                format!("is not valid JSON ({why}); all overrides ignored"),
+            ));
+            return out;
+        }
+    };
+    let mut ctx = Ctx { env_var, diags };
+    for (service, value) in &services {
+        if let Some(ov) = ctx.service(service, value) {
+            out.insert(service.clone(), ov);
+        }
+    }
+    out
+}
+
+struct Ctx<'a> {
+    env_var: &'static str,
+    diags: &'a mut Diagnostics,
+}
+
+impl Ctx<'_> {
+    fn push(&mut self, kind: DiagnosticKind, path: String, message: String) {
+        self.diags
+            .push(Diagnostic::json(kind, self.env_var, path, message));
+    }
+
+    fn service(&mut self, service: &str, value: &Value) -> Option<ServiceOverride> {
+        let svc = segment(service);
+        if service.trim().is_empty() {
+            self.push(
+                DiagnosticKind::InvalidValue,
+                svc,
+                "an empty service name; override ignored".into(),
+            );
+            return None;
+        }
+        let Value::Object(fields) = value else {
+            let got = json_type(value);
+            self.push(
+                DiagnosticKind::NotAnObject,
+                svc,
+                format!("override must be a JSON object, got {got}; ignored"),
+            );
+            return None;
+        };
+        self.suspect_name(service, &svc);
+        let mut ov = ServiceOverride::default();
+        let mut valid = true;
+        for (key, v) in fields {
+            let path = format!("{svc}.{}", segment(key));
+            match key.as_str() {
+                SERVICE_NAME => trace_ignored(&path),
+                "retry" => valid &= self.section(&mut ov, &svc, &path, v, &RETRY_KEYS),
+                "circuit_breaker" => valid &= self.section(&mut ov, &svc, &path, v, &BREAKER_KEYS),
+                _ => {
+                    let hint = if RETRY_KEYS.contains(&key.as_str()) {
+                        format!("; put it inside `retry`: {svc}.retry.{key}")
+                    } else if BREAKER_KEYS.contains(&key.as_str()) {
+                        format!("; put it inside `circuit_breaker`: {svc}.circuit_breaker.{key}")
+                    } else {
+                        did_you_mean(key, &SECTIONS)
+                    };
+                    self.unknown_key(path, service, &hint);
+                }
+            }
+        }
+        valid.then_some(ov)
+    }
+
+    /// Parses `retry` or `circuit_breaker`; `false` when any value is invalid (C8).
+    fn section(
+        &mut self,
+        ov: &mut ServiceOverride,
+        service: &str,
+        path: &str,
+        value: &Value,
+        keys: &[&str],
+    ) -> bool {
+        let Value::Object(fields) = value else {
+            let got = json_type(value);
+            self.push(
+                DiagnosticKind::InvalidValue,
+                path.to_owned(),
+                format!(
+                    "must be a JSON object, got {got}; the override for `{service}` is skipped"
+                ),
+            );
+            return false;
+        };
+        let mut valid = true;
+        for (key, v) in fields {
+            let field_path = format!("{path}.{}", segment(key));
+            if key == SERVICE_NAME {
+                trace_ignored(&field_path);
+            } else if keys.contains(&key.as_str()) {
+                if let Err(why) = ov.set(key, v) {
+                    valid = false;
+                    self.push(
+                        DiagnosticKind::InvalidValue,
+                        field_path,
+                        format!("{why}; the override for `{service}` is skipped"),
+                    );
+                }
+            } else {
+                let hint = did_you_mean(key, keys);
+                self.unknown_key(field_path, service, &hint);
+            }
+        }
+        valid
+    }
+
+    fn unknown_key(&mut self, path: String, service: &str, hint: &str) {
+        let key = path.rsplit('.').next().unwrap_or_default().to_owned();
+        self.push(
+            DiagnosticKind::UnknownKey,
+            path,
+            format!("unknown key `{key}` in the override for `{service}`, ignored{hint}"),
+        );
+    }
+
+    /// Warns when an unknown service is spelt almost like a built-in one.
+    fn suspect_name(&mut self, service: &str, svc: &str) {
+        if built_in_category(service).is_some() {
+            return;
+        }
+        let names: Vec<&str> = BUILT_IN_SERVICES.iter().map(|(n, _)| *n).collect();
+        if let Some(near) = closest(service, &names) {
+            self.push(
+                DiagnosticKind::SuspectServiceName,
+                svc.to_owned(),
+                format!("`{svc}` is not a built-in service; did you mean `{near}`? (applied to a new service `{svc}`)"),
+            );
+        }
+    }
+}
+
+fn did_you_mean(key: &str, options: &[&str]) -> String {
+    match closest(key, options) {
+        Some(k) => format!("; did you mean `{k}`?"),
+        None => format!("; valid keys: {}", options.join(", ")),
+    }
+}
+
+fn trace_ignored(path: &str) {
+    tracing::debug!(target: "resilience_config", path, "`service_name` in an override is ignored");
+}
+
+/// A user-supplied key as it may appear in a path or message (sanitized).
+fn segment(key: &str) -> String {
+    resilience_core::sanitize(key).into_owned()
+}
+
+fn json_type(v: &Value) -> String {
+    let kind = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    format!("{kind} {}", shown(&v.to_string()))
+}

@@ -1,0 +1,44 @@
+//! "Did you mean …?" for misspelt keys (C10).
+
+/// The option closest to `typed` by edit distance (ignoring ASCII case), if it is close enough
+/// to be a plausible typo: at most a third of the longer name's length, and at least 1.
+pub(crate) fn closest<'a>(typed: &str, options: &[&'a str]) -> Option<&'a str> {
+    let typed = typed.to_ascii_lowercase();
+    options
+        .iter()
+        .map(|&o| (edit_distance(&typed, &o.to_ascii_lowercase()), o))
+        .filter(|&(d, o)| d <= (typed.len().max(o.len()) / 3).max(1))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, o)| o)
+}
+
+/// Levenshtein distance over chars, two rows of memory.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let subst = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c10_suggests_close_keys_only() {
+        let keys = ["max_attempts", "base_delay", "max_delay"];
+        assert_eq!(closest("max_atempts", &keys), Some("max_attempts"));
+        assert_eq!(closest("Base_Dealy", &keys), Some("base_delay"));
+        assert_eq!(closest("colour", &keys), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+}

@@ -1,0 +1,232 @@
+//! The `resilience-config` binary end to end: `explain` (table and `--json`), `check`, `--help`.
+//! Each run gets a clean environment plus the variables the test sets.
+
+mod support;
+
+use serde_json::Value;
+use std::process::{Command, Output};
+use support::{OVERRIDES, SEED_EXAMPLE};
+
+fn run(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_resilience-config"));
+    cmd.args(args).env_clear();
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The row of `setting` in the block of `service` in the explain table.
+fn row(table: &str, service: &str, setting: &str) -> String {
+    let block: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("{service} ")))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    block
+        .iter()
+        .find(|l| l.split_whitespace().any(|w| w == setting))
+        .unwrap_or_else(|| panic!("no {service} {setting} in\n{table}"))
+        .to_string()
+}
+
+#[test]
+fn c13_explain_shows_the_seed_example_with_sources() {
+    let o = run(&["explain"], &[(OVERRIDES, SEED_EXAMPLE)]);
+    assert!(o.status.success());
+    let t = stdout(&o);
+    assert!(
+        row(&t, "plan_service", "retry.max_attempts").ends_with("5        json"),
+        "{t}"
+    );
+    assert!(row(&t, "plan_service", "retry.base_delay").contains("2.0 s"));
+    assert!(row(&t, "plan_service", "retry.base_delay").ends_with("json"));
+    assert!(row(&t, "plan_service", "circuit_breaker.failure_threshold").contains("3"));
+    assert!(row(&t, "plan_service", "retry.max_delay").ends_with("built-in"));
+    assert!(row(&t, "vector_store_service", "retry.max_attempts").contains("7"));
+    let strategy = row(&t, "vector_store_service", "retry.backoff_strategy");
+    assert!(
+        strategy.contains("jitter") && strategy.ends_with("json"),
+        "{strategy}"
+    );
+    // Every built-in service has a block.
+    for name in [
+        "plan_lifecycle_service",
+        "error_recovery_service",
+        "decision_service",
+    ] {
+        assert!(t.lines().any(|l| l.starts_with(name)), "{name}");
+    }
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn c13_explain_names_the_env_var_behind_a_value() {
+    let o = run(
+        &["explain", "--service", "trace_service"],
+        &[("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "4")],
+    );
+    let t = stdout(&o);
+    assert!(row(&t, "trace_service", "retry.max_attempts")
+        .ends_with("env CLEVERAGENTS_RETRY_MAX_ATTEMPTS"));
+    assert!(
+        !t.contains("plan_service"),
+        "--service shows one service only"
+    );
+}
+
+#[test]
+fn c11_explain_an_unknown_service_shows_database_defaults() {
+    let t = stdout(&run(&["explain", "--service", "billing"], &[]));
+    assert!(row(&t, "billing", "retry.max_attempts").contains("database"));
+    assert!(row(&t, "billing", "retry.backoff_strategy").contains("fixed"));
+    assert!(row(&t, "billing", "retry.backoff_strategy").ends_with("default"));
+}
+
+#[test]
+fn c13_explain_json_has_every_value_with_its_source() {
+    let o = run(&["explain", "--json"], &[(OVERRIDES, SEED_EXAMPLE)]);
+    assert!(o.status.success());
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    let services = doc["services"].as_object().expect("services");
+    assert_eq!(services.len(), 11);
+    let keys = [
+        "max_attempts",
+        "base_delay",
+        "max_delay",
+        "jitter",
+        "backoff_strategy",
+        "failure_threshold",
+        "recovery_timeout",
+        "cooldown_seconds",
+        "half_open_max_successes",
+        "enabled",
+    ];
+    for (name, svc) in services {
+        for k in keys {
+            assert!(svc[k].get("value").is_some(), "{name}.{k}");
+            assert!(svc[k]["source"].is_string(), "{name}.{k}");
+        }
+    }
+    let plan = &doc["services"]["plan_service"];
+    assert_eq!(plan["max_attempts"]["value"], 5);
+    assert_eq!(plan["max_attempts"]["source"], "json");
+    assert_eq!(
+        plan["max_attempts"]["path"],
+        "plan_service.retry.max_attempts"
+    );
+    assert_eq!(plan["base_delay"]["value"], 2.0);
+    assert_eq!(plan["failure_threshold"]["value"], 3);
+    assert_eq!(plan["max_delay"]["source"], "built-in");
+    assert_eq!(plan["category"], "provider");
+    let vs = &doc["services"]["vector_store_service"];
+    assert_eq!(vs["max_attempts"]["value"], 7);
+    assert_eq!(vs["backoff_strategy"]["value"], "jitter");
+    assert_eq!(doc["diagnostics"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn c13_explain_json_for_one_service_names_env_vars() {
+    let o = run(
+        &["explain", "--json", "--service", "plan_service"],
+        &[("CLEVERAGENTS_CB_COOLDOWN", "12")],
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let services = doc["services"].as_object().expect("services");
+    assert_eq!(services.keys().collect::<Vec<_>>(), ["plan_service"]);
+    let cooldown = &doc["services"]["plan_service"]["cooldown_seconds"];
+    assert_eq!(cooldown["value"], 12.0);
+    assert_eq!(cooldown["source"], "env");
+    assert_eq!(cooldown["env_var"], "CLEVERAGENTS_CB_COOLDOWN");
+}
+
+#[test]
+fn c1_check_passes_on_a_valid_environment() {
+    for vars in [vec![], vec![(OVERRIDES, SEED_EXAMPLE)]] {
+        let o = run(&["check"], &vars);
+        assert_eq!(o.status.code(), Some(0));
+        assert!(stdout(&o).starts_with("OK:"), "{}", stdout(&o));
+    }
+}
+
+#[test]
+fn c1_c8_check_lists_every_problem_by_variable_or_path_and_exits_1() {
+    let o = run(
+        &["check"],
+        &[
+            ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "3.5"),
+            ("CLEVERAGENTS_CB_RECOVERY_TIMEOUT", "-1"),
+            (
+                OVERRIDES,
+                r#"{"plan_service": {"retry": {"max_attempts": 0}}, "x": {"retry": {"jiter": true}}}"#,
+            ),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    for needle in [
+        "CLEVERAGENTS_RETRY_MAX_ATTEMPTS",
+        "CLEVERAGENTS_CB_RECOVERY_TIMEOUT",
+        "plan_service.retry.max_attempts",
+        "x.retry.jiter",
+        "4 problem(s)",
+    ] {
+        assert!(out.contains(needle), "{needle} missing from\n{out}");
+    }
+}
+
+#[test]
+fn c6_check_fails_on_an_oversized_override_string() {
+    let big = format!("{{}}{}", " ".repeat(10_000));
+    let o = run(&["check"], &[(OVERRIDES, &big)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).matches("error:").count(), 1);
+}
+
+#[test]
+fn check_honours_a_custom_prefix() {
+    let o = run(
+        &["--prefix", "MYAPP", "check"],
+        &[("MYAPP_RETRY_JITTER", "perhaps")],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("MYAPP_RETRY_JITTER"));
+}
+
+#[test]
+fn explain_warns_on_stderr_but_succeeds() {
+    let o = run(&["explain"], &[("CLEVERAGENTS_RETRY_JITTER", "perhaps")]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warning: CLEVERAGENTS_RETRY_JITTER"));
+}
+
+#[test]
+fn help_lists_both_subcommands() {
+    let o = run(&["--help"], &[]);
+    assert!(o.status.success());
+    let h = stdout(&o);
+    assert!(h.contains("explain") && h.contains("check") && h.contains("--prefix"));
+    let o = run(&["explain", "--help"], &[]);
+    assert!(stdout(&o).contains("--json") && stdout(&o).contains("--service"));
+    // No subcommand is a usage error.
+    assert_eq!(run(&[], &[]).status.code(), Some(2));
+}
+
+#[test]
+fn explain_marks_a_base_delay_under_the_strategy_floor() {
+    // R5: linear waits at least 2.0 s; the table shows the configured value and the floor.
+    let o = run(
+        &["explain", "--service", "trace_service"],
+        &[("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "linear")],
+    );
+    let base = row(&stdout(&o), "trace_service", "retry.base_delay");
+    assert!(base.contains("0.5 s (floor 2.0 s)"), "{base}");
+}

@@ -1,0 +1,220 @@
+//! C1: keys, env var names, defaults, strict parsing, and bad values kept out with a warning.
+
+mod support;
+
+use resilience_config::{CodeDeclared, Config, DiagnosticKind, GlobalKey, Source, DEFAULT_PREFIX};
+use resilience_core::backoff::BackoffStrategy;
+use support::{capture, config, env, warnings};
+
+#[test]
+fn c1_keys_env_vars_and_defaults_match_the_seed_table() {
+    let expected = [
+        ("retry_max_attempts", "CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "3"),
+        ("retry_base_delay", "CLEVERAGENTS_RETRY_BASE_DELAY", "1.0"),
+        ("retry_max_delay", "CLEVERAGENTS_RETRY_MAX_DELAY", "60.0"),
+        ("retry_jitter", "CLEVERAGENTS_RETRY_JITTER", "true"),
+        (
+            "retry_backoff_strategy",
+            "CLEVERAGENTS_RETRY_BACKOFF_STRATEGY",
+            "exponential",
+        ),
+        (
+            "circuit_breaker_failure_threshold",
+            "CLEVERAGENTS_CB_FAILURE_THRESHOLD",
+            "5",
+        ),
+        (
+            "circuit_breaker_recovery_timeout",
+            "CLEVERAGENTS_CB_RECOVERY_TIMEOUT",
+            "60.0",
+        ),
+        (
+            "circuit_breaker_cooldown",
+            "CLEVERAGENTS_CB_COOLDOWN",
+            "30.0",
+        ),
+        (
+            "retry_service_overrides",
+            "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES",
+            "{}",
+        ),
+    ];
+    let actual: Vec<_> = GlobalKey::ALL
+        .iter()
+        .map(|k| (k.key(), k.env_var(DEFAULT_PREFIX), k.default_text()))
+        .collect();
+    assert_eq!(actual, expected);
+}
+
+#[test]
+fn c1_unset_globals_report_the_seed_defaults_as_built_in() {
+    let g = Config::default().globals();
+    let b = Source::BuiltIn;
+    assert_eq!((g.max_attempts.value, g.max_attempts.source), (3, b));
+    assert_eq!((g.base_delay.value, g.base_delay.source), (1.0, b));
+    assert_eq!((g.max_delay.value, g.max_delay.source), (60.0, b));
+    assert_eq!((g.jitter.value, g.jitter.source), (true, b));
+    assert_eq!(g.backoff_strategy.value, BackoffStrategy::Exponential);
+    assert_eq!(
+        (g.failure_threshold.value, g.failure_threshold.source),
+        (5, b)
+    );
+    assert_eq!(
+        (g.recovery_timeout.value, g.recovery_timeout.source),
+        (60.0, b)
+    );
+    assert_eq!((g.cooldown.value, g.cooldown.source), (30.0, b));
+    // Overrides default `{}`: no service beyond the built-in 11, nothing reported.
+    assert_eq!(Config::default().service_names().len(), 11);
+    assert!(Config::default().diagnostics().is_empty());
+}
+
+#[test]
+fn c1_every_global_variable_is_read_and_applied() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "4"),
+        ("CLEVERAGENTS_RETRY_BASE_DELAY", "0.25"),
+        ("CLEVERAGENTS_RETRY_MAX_DELAY", "9"),
+        ("CLEVERAGENTS_RETRY_JITTER", "No"),
+        ("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "LINEAR"),
+        ("CLEVERAGENTS_CB_FAILURE_THRESHOLD", "7"),
+        ("CLEVERAGENTS_CB_RECOVERY_TIMEOUT", "12.5"),
+        ("CLEVERAGENTS_CB_COOLDOWN", "3"),
+    ]);
+    assert!(c.diagnostics().is_empty(), "{:?}", c.diagnostics());
+    let s = c.resolve("trace_service", &CodeDeclared::EMPTY);
+    assert_eq!(s.max_attempts.value, 4);
+    assert_eq!(s.base_delay.value, 0.25);
+    assert_eq!(s.max_delay.value, 9.0);
+    assert!(!s.jitter.value);
+    assert_eq!(s.backoff_strategy.value, BackoffStrategy::Linear);
+    assert_eq!(s.failure_threshold.value, 7);
+    assert_eq!(s.recovery_timeout.value, 12.5);
+    assert_eq!(s.cooldown_seconds.value, 3.0);
+    assert_eq!(
+        s.max_attempts.source,
+        Source::Env("CLEVERAGENTS_RETRY_MAX_ATTEMPTS")
+    );
+    assert_eq!(
+        s.cooldown_seconds.source,
+        Source::Env("CLEVERAGENTS_CB_COOLDOWN")
+    );
+}
+
+#[test]
+fn c1_booleans_accept_true_false_1_0_yes_no_in_any_case() {
+    for (text, want) in [
+        ("true", true),
+        ("FALSE", false),
+        ("1", true),
+        ("0", false),
+        ("Yes", true),
+        ("nO", false),
+    ] {
+        let c = config(&[("CLEVERAGENTS_RETRY_JITTER", text)]);
+        assert_eq!(c.globals().jitter.value, want, "{text}");
+        assert!(c.diagnostics().is_empty());
+    }
+}
+
+/// A bad value keeps the lower layer's value, warns naming the variable, and is a diagnostic.
+#[test]
+fn c1_bad_values_are_rejected_not_clamped_and_keep_the_default() {
+    let cases = [
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "3.5"),
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "0"),
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "-2"),
+        ("CLEVERAGENTS_RETRY_BASE_DELAY", "-1"),
+        ("CLEVERAGENTS_RETRY_BASE_DELAY", "NaN"),
+        ("CLEVERAGENTS_RETRY_MAX_DELAY", "inf"),
+        ("CLEVERAGENTS_RETRY_JITTER", "maybe"),
+        ("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "fibonacci"),
+        ("CLEVERAGENTS_CB_FAILURE_THRESHOLD", "0"),
+        ("CLEVERAGENTS_CB_RECOVERY_TIMEOUT", "soon"),
+        ("CLEVERAGENTS_CB_COOLDOWN", "-30"),
+    ];
+    let defaults = Config::default().resolve("plan_service", &CodeDeclared::EMPTY);
+    for (var, value) in cases {
+        let (c, events) = capture(|| config(&[(var, value)]));
+        let d = c.diagnostics();
+        assert_eq!(d.len(), 1, "{var}={value}: {d:?}");
+        assert_eq!(d[0].kind(), DiagnosticKind::InvalidValue);
+        assert_eq!(d[0].env_var(), var);
+        assert!(d[0].message().contains(value), "{}", d[0]);
+        let warns = warnings(&events);
+        assert_eq!(warns.len(), 1, "{var}={value}");
+        assert!(warns[0].text().contains(var), "{}", warns[0].text());
+        assert_eq!(
+            c.resolve("plan_service", &CodeDeclared::EMPTY),
+            defaults,
+            "{var}={value} must leave every value as it was"
+        );
+    }
+}
+
+#[test]
+fn c1_bad_values_are_shown_sanitized_in_diagnostics_and_warnings() {
+    let secret = "postgres://admin:hunter2@db/x password=hunter2";
+    let (c, events) = capture(|| config(&[("CLEVERAGENTS_RETRY_MAX_DELAY", secret)]));
+    let shown = resilience_core::sanitize(secret);
+    let message = c.diagnostics()[0].message().to_owned();
+    let warning = warnings(&events)[0].text();
+    assert!(message.contains(shown.as_ref()), "{message}");
+    assert!(warning.contains(shown.as_ref()), "{warning}");
+    if shown != secret {
+        // Once the sanitizer redacts, the raw secret must appear nowhere.
+        assert!(!message.contains("hunter2") && !warning.contains("hunter2"));
+    }
+}
+
+#[test]
+fn c1_an_empty_variable_counts_as_unset() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", ""),
+        ("CLEVERAGENTS_RETRY_SERVICE_OVERRIDES", "  "),
+    ]);
+    assert!(c.diagnostics().is_empty());
+    assert_eq!(c.globals().max_attempts.source, Source::BuiltIn);
+}
+
+#[test]
+fn c1_the_prefix_is_configurable() {
+    let vars = env(&[
+        ("MYAPP_RETRY_MAX_ATTEMPTS", "9"),
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "2"),
+        (
+            "MYAPP_RETRY_SERVICE_OVERRIDES",
+            r#"{"x": {"retry": {"jitter": false}}}"#,
+        ),
+    ]);
+    let c = Config::with_prefix("MYAPP", &vars);
+    assert_eq!(c.prefix(), "MYAPP");
+    let s = c.resolve("x", &CodeDeclared::EMPTY);
+    assert_eq!(s.max_attempts.value, 9);
+    assert_eq!(
+        s.max_attempts.source,
+        Source::Env("MYAPP_RETRY_MAX_ATTEMPTS")
+    );
+    assert_eq!((s.jitter.value, s.jitter.source), (false, Source::Json));
+    // The default prefix still reads its own variables.
+    assert_eq!(Config::from_source(&vars).globals().max_attempts.value, 2);
+}
+
+#[test]
+fn c1_misspelt_prefixed_variables_are_reported_with_a_suggestion() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_MAX_ATEMPTS", "5"),
+        ("CLEVERAGENTS_CB_HALF_OPEN_MAX_SUCCESSES", "2"),
+        ("CLEVERAGENTS_LOG_LEVEL", "debug"),
+    ]);
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert!(d.iter().all(|d| d.kind() == DiagnosticKind::UnknownKey));
+    let typo = d
+        .iter()
+        .find(|d| d.env_var() == "CLEVERAGENTS_RETRY_MAX_ATEMPTS")
+        .expect("typo reported");
+    assert!(typo
+        .message()
+        .contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS"));
+}

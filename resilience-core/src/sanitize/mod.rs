@@ -1,0 +1,253 @@
+//! Redaction of secrets from error text (S1–S5), before it reaches a log line.
+//!
+//! [`sanitize`] replaces every secret it recognises with `***`, then caps the length. It never
+//! panics, whatever the input, and returns the input borrowed when there was nothing to do.
+//!
+//! ```
+//! use resilience_core::sanitize;
+//!
+//! assert_eq!(
+//!     sanitize("connect postgres://app:hunter2@db:5432 failed; api_key=abc123"),
+//!     "connect postgres://***@db:5432 failed; api_key=***"
+//! );
+//! assert_eq!(sanitize("{'token': 'x\\'y'}"), "{'token': '***'}");
+//! assert_eq!(sanitize("tokens_used=5"), "tokens_used=5"); // not a secret key
+//! ```
+//!
+//! # What is redacted
+//!
+//! **S1, URL credentials.** Everything between `://` and the last `@` of the authority:
+//! `://user:pass@host` and `://user@host` both become `://***@host`. The user part alone is
+//! hidden too, because tokens are often passed as the user
+//! (`https://ghp_…@github.com`). The last `@` is used so a password containing `@` does not
+//! leak its tail.
+//!
+//! **S2, key–value pairs.** A key, a separator, a value. A key is secret when it *ends* with
+//! one of: `api_key`, `password`, `passwd`, `passphrase`, `secret`, `secret_key`,
+//! `credential(s)`, `token`, `private_key`, `connection_string`, `access_key`, `bearer`,
+//! `session_id`, `signature`, `sig` (presigned URLs), plus the header names of S3. So
+//! `auth_token`, `refresh_token`, `client_secret`, `db_password`, `GITHUB_TOKEN`,
+//! `AWS_SECRET_ACCESS_KEY` and `X-Amz-Signature` are all secret keys.
+//! - *Case* is ignored: `API_KEY=`, `Password=`, `ApiKey=` all match. Inside a key word, `_`,
+//!   `-` or nothing may join the parts (`api_key`, `api-key`, `apikey`).
+//! - *Near misses are kept.* The secret word must end the key, so `tokens_used=5`,
+//!   `max_tokens=5`, `token_count: 3` and `password_hint=…` are left alone. The other way
+//!   round errs towards hiding: `max_token=5` is redacted, since its key ends in `token`.
+//! - *Separators*: `=`, `=>` and `:`, with optional spaces or tabs around them (`key: value`
+//!   is common in error text such as `invalid token: …`, so it is treated as a pair; the cost
+//!   is that prose like `secret: not found` loses one word). `::` (a Rust path such as
+//!   `token::Kind`) and `==` (a comparison) are not separators.
+//! - *Values*: a quoted value (`'…'` or `"…"`, backslash escapes honoured, unterminated
+//!   quotes run to the end) is hidden whole and keeps its quotes: `password="a b c"` →
+//!   `password="***"`. An unquoted value is one word: it ends at whitespace, or at a run of
+//!   closing punctuation (`"` `'` `,` `;` `&` `)` `]` `}` `>`) that is followed by
+//!   whitespace, the end, or another `key=`; punctuation inside the word is part of the
+//!   value, so `password=a,b;c` is hidden whole while `password=x&user=bob` keeps
+//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. An unquoted
+//!   password containing a space cannot be told apart from prose and leaks after the space.
+//! - A value that opens with `{` or `[` is not hidden as a whole: the keys inside it are
+//!   scanned in turn. The markers `None`, `null`, `nil`, `true` and `false` are kept, as
+//!   they hide nothing and say something useful.
+//!
+//! **Bare credentials**, wherever they appear, by their well-known shape: GitHub tokens
+//! (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` + 20 or more, `github_pat_…`), JWTs
+//! (`eyJ….….…`), AWS access key ids (`AKIA`/`ASIA` + 16 or more), Slack tokens
+//! (`xoxb-…` etc.) and the body of a PEM private key (`-----BEGIN … PRIVATE KEY-----`, kept,
+//! then `***`). Lengths are open-ended on purpose: a shorter run never matches where a longer
+//! one did not, which keeps truncation idempotent.
+//!
+//! **S3, headers.** `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` are
+//! secret keys whose unquoted value runs to the end of the line, as a header does in HTTP,
+//! so `Authorization: Bearer abc` → `Authorization: ***`, `Basic`, `Digest` and multi-part
+//! cookies alike. Other headers holding a secret (`X-Api-Key`, `X-Auth-Token`) are secret keys
+//! by S2 and hide one word. The header name is kept as written.
+//!
+//! **S4, dict and struct literals.** The key may be quoted and the quote may be escaped, so
+//! Python `{'api_key': '…'}`, JSON `"api_key": "…"`, JSON inside a string
+//! `{\"api_key\":\"…\"}` and Rust `Debug` `api_key: "…"` (also `Some("…")` and `b'…'`) all
+//! keep their shape with the value replaced by `***`.
+//!
+//! **S5, length.** After redaction, a message longer than [`MAX_CHARS`] (200) characters is
+//! cut to its first 200 and `...` is appended, so the result has at most 203. Characters are
+//! Unicode scalar values (Rust `char`s), so the cut never splits one. Redacting first means
+//! a secret straddling the cut has already been replaced. A message's final `...` is never
+//! read as part of a value (`password=abc...` → `password=***...`), so a cut that lands
+//! just after a redacted value stays put when the result is sanitized again.
+//!
+//! # Properties
+//!
+//! - No panic on any input; at most 203 chars out.
+//! - Idempotent: `sanitize(&sanitize(x)) == sanitize(x)`. Redaction repeats until a round
+//!   changes nothing (a clean message takes one round, one with secrets usually two), so
+//!   what two detectors hid together is re-read as the log line will show it. After a cut,
+//!   the shortened text is settled the same way: a cut can leave the head of something that
+//!   was no secret whole (`token: None` cut to `token: No...`), which is then hidden.
+//! - The patterns are compiled once. Should one ever fail to compile, every message is
+//!   replaced by a fixed refusal rather than logged unredacted.
+
+mod patterns;
+mod truncate;
+mod value;
+
+pub use truncate::MAX_CHARS;
+
+use std::borrow::Cow;
+use std::ops::Range;
+use value::KeyKind;
+
+/// What replaces each secret.
+const MASK: &str = "***";
+
+/// Returned instead of the message if the sanitizer cannot run (fail closed).
+const UNAVAILABLE: &str = "*** (message withheld: sanitizer unavailable)";
+
+/// Returns `message` with secrets replaced by `***` and truncated to 200 characters plus
+/// `...`. See the [module docs](self) for exactly what counts as a secret.
+///
+/// Borrowed when nothing was redacted and the message is at most 200 characters long.
+pub fn sanitize(message: &str) -> Cow<'_, str> {
+    let Some(patterns) = patterns::compiled() else {
+        return Cow::Borrowed(UNAVAILABLE);
+    };
+    let Ok(redacted) = redact_all(patterns, message) else {
+        return Cow::Borrowed(UNAVAILABLE);
+    };
+    let (mut out, mut cut) = truncate::truncate(redacted);
+    // The cut can leave the head of something that was no secret whole (`token: None` cut to
+    // `token: No...`) and now reads as one. Settle on a result that sanitizing again keeps.
+    for _ in 0..MAX_ROUNDS {
+        if !cut {
+            break;
+        }
+        let again = match redact_all(patterns, &out) {
+            Ok(Cow::Borrowed(_)) => break,
+            Ok(Cow::Owned(again)) => again,
+            Err(Unavailable) => return Cow::Borrowed(UNAVAILABLE),
+        };
+        let (next, next_cut) = truncate::truncate(Cow::Owned(again));
+        out = Cow::Owned(next.into_owned());
+        cut = next_cut;
+    }
+    out
+}
+
+/// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
+/// across a boundary one of them relied on (a line end, a closing quote), and the next round
+/// must see what the log line will show. Each round only adds `***`; in practice one round
+/// redacts and the second confirms. Borrowed when nothing was redacted.
+fn redact_all<'a>(
+    (key_re, shaped_re): (&regex::Regex, &regex::Regex),
+    message: &'a str,
+) -> Result<Cow<'a, str>, Unavailable> {
+    let mut text = Cow::Borrowed(message);
+    for _ in 0..MAX_ROUNDS {
+        match redact_round(key_re, shaped_re, &text)? {
+            None => break,
+            Some(next) => text = Cow::Owned(next),
+        }
+    }
+    Ok(text)
+}
+
+/// Redaction rounds before giving up on reaching a fixed point (never reached in tests).
+const MAX_ROUNDS: usize = 4;
+
+/// A span was not on char boundaries: cannot happen by construction; reported so a bug fails
+/// closed instead of panicking.
+struct Unavailable;
+
+/// One pass of every detector. `None` if it changes nothing.
+fn redact_round(
+    key_re: &regex::Regex,
+    shaped_re: &regex::Regex,
+    text: &str,
+) -> Result<Option<String>, Unavailable> {
+    let mut spans = Vec::new();
+    key_value_spans(key_re, text, &mut spans);
+    shaped_spans(shaped_re, text, &mut spans);
+    redact(text, spans)
+}
+
+/// S2–S4: the values after secret keys. Scanning resumes after each value, so a key inside
+/// a value already hidden is not looked at again.
+fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usize>>) {
+    // Same byte offsets as `text` (see `patterns`); values are read from `text` itself.
+    let lower = text.to_ascii_lowercase();
+    let mut pos = 0;
+    while let Some(m) = key_re.find_at(&lower, pos) {
+        pos = m.end();
+        let matched = m.as_str().as_bytes();
+        let kind = if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
+            KeyKind::Header
+        } else {
+            KeyKind::Word
+        };
+        // The separator is the last non-blank byte of the match; doubled, it is not one.
+        let sep_at = matched
+            .iter()
+            .rposition(|&c| c != b' ' && c != b'\t')
+            .map_or(m.end(), |p| m.start() + p);
+        let sep = text.as_bytes().get(sep_at);
+        if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
+            continue;
+        }
+        if let Some(found) = value::extent(text, m.end(), kind) {
+            pos = pos.max(found.resume);
+            spans.push(found.hide);
+        }
+    }
+}
+
+/// S1 and bare credentials.
+fn shaped_spans(shaped_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usize>>) {
+    for caps in shaped_re.captures_iter(text) {
+        let part = caps
+            .name("url")
+            .or_else(|| caps.name("tok"))
+            .or_else(|| caps.name("pem"));
+        if let Some(part) = part {
+            // A PEM body keeps the line breaks around it.
+            let inner = part
+                .as_str()
+                .trim_matches(|c: char| c.is_ascii_whitespace());
+            if !inner.is_empty() {
+                let start = part.start()
+                    + (part.as_str().len()
+                        - part
+                            .as_str()
+                            .trim_start_matches(|c: char| c.is_ascii_whitespace())
+                            .len());
+                spans.push(start..start + inner.len());
+            }
+        }
+    }
+}
+
+/// Replaces the spans (merged where they overlap or touch) with [`MASK`]. `None` when no span
+/// changes anything (each already reads `***`).
+fn redact(text: &str, mut spans: Vec<Range<usize>>) -> Result<Option<String>, Unavailable> {
+    if spans.is_empty() {
+        return Ok(None);
+    }
+    spans.sort_unstable_by_key(|s| s.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(spans.len());
+    for span in spans {
+        match merged.last_mut() {
+            Some(last) if span.start <= last.end => last.end = last.end.max(span.end),
+            _ => merged.push(span),
+        }
+    }
+    if merged.iter().all(|s| text.get(s.clone()) == Some(MASK)) {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for span in merged {
+        out.push_str(text.get(copied..span.start).ok_or(Unavailable)?);
+        text.get(span.clone()).ok_or(Unavailable)?;
+        out.push_str(MASK);
+        copied = span.end;
+    }
+    out.push_str(text.get(copied..).ok_or(Unavailable)?);
+    Ok(Some(out))
+}

@@ -1,0 +1,198 @@
+//! Where the value after a secret key ends (S2–S4).
+//!
+//! Scans bytes, but only ever stops at an ASCII byte or at the end of the text, so every
+//! position it returns is a char boundary.
+
+use super::truncate::ELLIPSIS;
+use std::ops::Range;
+
+/// What kind of key introduced the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeyKind {
+    /// `password`, `token`, …: an unquoted value is one word.
+    Word,
+    /// `Authorization`, `Cookie`, …: an unquoted value runs to the end of the line.
+    Header,
+}
+
+/// The part of a value to hide, and where scanning for the next key resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Extent {
+    /// Replaced by `***`; quotes around it stay.
+    pub(super) hide: Range<usize>,
+    /// Just past the value (past its closing quote, if any).
+    pub(super) resume: usize,
+}
+
+/// Unquoted values that say "nothing here": kept, as they help debugging and hide nothing.
+const NOT_SECRETS: [&[u8]; 5] = [b"None", b"null", b"nil", b"true", b"false"];
+
+/// The extent of the value starting at byte `start` of `text`, or `None` if there is nothing
+/// to hide (empty value, a nested `{…}`/`[…]` whose own keys are scanned, or a marker such as
+/// `None`).
+///
+/// A final `...` counts as the end of the text: it is what S5 appends, and were it read as
+/// part of a value cut at the limit, sanitizing the result again would change it.
+pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> {
+    let all = text.as_bytes();
+    let b = all.strip_suffix(ELLIPSIS.as_bytes()).unwrap_or(all);
+    let mut i = start;
+    // Rust `Debug` of an `Option`: look inside `Some(…)`.
+    if b.get(i..i + 5) == Some(b"Some(") {
+        i += 5;
+    }
+    // Python bytes/raw/unicode literal prefixes: `b'…'`.
+    if matches!(b.get(i), Some(b'b' | b'B' | b'r' | b'R' | b'u' | b'U'))
+        && matches!(b.get(i + 1), Some(b'"' | b'\''))
+    {
+        i += 1;
+    }
+    let found = match (b.get(i), b.get(i + 1)) {
+        (None, _) => return None,
+        (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => escaped_quoted(b, i + 2, q),
+        (Some(&q @ (b'"' | b'\'')), _) => quoted(b, i + 1, q),
+        (Some(b'{' | b'['), _) => return None,
+        _ if kind == KeyKind::Header => to_line_end(b, i),
+        _ => unquoted_word(b, i),
+    };
+    let hide = &b[found.hide.clone()];
+    if hide.is_empty() || NOT_SECRETS.contains(&hide) {
+        return None;
+    }
+    Some(found)
+}
+
+/// A `'…'` or `"…"` string whose content starts at `from`; backslash escapes the next byte.
+/// Unterminated: the content runs to the end.
+fn quoted(b: &[u8], from: usize, quote: u8) -> Extent {
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        if c == b'\\' {
+            j += 2;
+        } else if c == quote {
+            return Extent {
+                hide: from..j,
+                resume: j + 1,
+            };
+        } else {
+            j += 1;
+        }
+    }
+    Extent {
+        hide: from..b.len(),
+        resume: b.len(),
+    }
+}
+
+/// A string quoted with `\"` (JSON inside a string literal). It closes at a quote preceded by
+/// exactly one backslash; `\\\"` is an escaped quote inside the inner string.
+fn escaped_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        if c != b'\\' {
+            j += 1;
+            continue;
+        }
+        let run = b[j..].iter().take_while(|&&c| c == b'\\').count();
+        let after = j + run;
+        if b.get(after) == Some(&quote) {
+            if run == 1 {
+                return Extent {
+                    hide: from..j,
+                    resume: after + 1,
+                };
+            }
+            j = after + 1;
+        } else {
+            j = after;
+        }
+    }
+    Extent {
+        hide: from..b.len(),
+        resume: b.len(),
+    }
+}
+
+/// A header value without quotes: the rest of the line.
+fn to_line_end(b: &[u8], from: usize) -> Extent {
+    let end = b[from..]
+        .iter()
+        .position(|&c| c == b'\n' || c == b'\r')
+        .map_or(b.len(), |p| from + p);
+    Extent {
+        hide: from..end,
+        resume: end,
+    }
+}
+
+/// Punctuation that may close a value (`"}`, `)`, `, `, `&next=`) or may be part of it.
+fn is_closer(c: u8) -> bool {
+    matches!(
+        c,
+        b'"' | b'\'' | b',' | b';' | b'&' | b')' | b']' | b'}' | b'>'
+    )
+}
+
+/// An unquoted one-word value, with an optional `Bearer `/`Basic ` scheme in front.
+///
+/// It ends at whitespace, or at a run of closing punctuation followed by whitespace, the end,
+/// or the start of another `key=` pair. Punctuation inside a word stays in the value, so
+/// `p)ss,word` is hidden whole.
+fn unquoted_word(b: &[u8], from: usize) -> Extent {
+    let mut j = skip_scheme(b, from);
+    while let Some(&c) = b.get(j) {
+        if c.is_ascii_whitespace() {
+            break;
+        }
+        if is_closer(c) {
+            let run_end = j + b[j..].iter().take_while(|&&c| is_closer(c)).count();
+            match b.get(run_end) {
+                None => break,
+                Some(n) if n.is_ascii_whitespace() => break,
+                Some(_) if starts_pair(b, run_end) => break,
+                Some(_) => j = run_end,
+            }
+        } else {
+            j += 1;
+        }
+    }
+    Extent {
+        hide: from..j,
+        resume: j,
+    }
+}
+
+/// Past `Bearer ` or `Basic ` when a credential follows, so both words are hidden.
+fn skip_scheme(b: &[u8], from: usize) -> usize {
+    let word_len = b[from..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .count();
+    let word = &b[from..from + word_len];
+    if !(word.eq_ignore_ascii_case(b"bearer") || word.eq_ignore_ascii_case(b"basic")) {
+        return from;
+    }
+    let spaces = b[from + word_len..]
+        .iter()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count();
+    let next = from + word_len + spaces;
+    match b.get(next) {
+        Some(&c) if spaces > 0 && !c.is_ascii_whitespace() && !is_closer(c) => next,
+        _ => from,
+    }
+}
+
+/// Whether `key=` starts at `at` (an identifier, then `=`).
+fn starts_pair(b: &[u8], at: usize) -> bool {
+    let rest = &b[at..];
+    match rest.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {}
+        _ => return false,
+    }
+    let ident = rest
+        .iter()
+        .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+        .count();
+    rest.get(ident) == Some(&b'=')
+}

@@ -1,0 +1,489 @@
+//! The error sanitizer, S1–S5 (DESIGN.md §4). Each test names the item it pins.
+
+use proptest::prelude::*;
+use resilience_core::sanitize;
+use resilience_core::sanitize::MAX_CHARS;
+use std::borrow::Cow;
+
+/// Asserts the exact redaction and that redacting again changes nothing.
+#[track_caller]
+fn check(input: &str, expected: &str) {
+    let once = sanitize(input);
+    assert_eq!(once, expected, "input: {input:?}");
+    assert_eq!(sanitize(&once), once, "not idempotent on: {input:?}");
+}
+
+#[track_caller]
+fn unchanged(input: &str) {
+    assert!(
+        matches!(sanitize(input), Cow::Borrowed(s) if s == input),
+        "expected {input:?} borrowed and unchanged, got {:?}",
+        sanitize(input)
+    );
+}
+
+// ---- S1: URL credentials ----
+
+#[test]
+fn s1_url_user_and_password_are_redacted() {
+    check(
+        "connect to postgres://admin:hunter2@db.internal:5432/app failed",
+        "connect to postgres://***@db.internal:5432/app failed",
+    );
+}
+
+#[test]
+fn s1_url_user_only_is_redacted_because_tokens_travel_as_users() {
+    check(
+        "git fetch https://ghp_abc@github.com/org/repo.git: 403",
+        "git fetch https://***@github.com/org/repo.git: 403",
+    );
+}
+
+#[test]
+fn s1_password_containing_at_sign_is_hidden_up_to_the_last_at() {
+    check(
+        "redis://default:p@ss@word@cache:6379",
+        "redis://***@cache:6379",
+    );
+}
+
+#[test]
+fn s1_urls_without_credentials_and_emails_are_unchanged() {
+    unchanged("GET https://api.example.com/v1/users?page=2#top returned 500");
+    unchanged("mail bob@example.com about http://host/a@b failing");
+}
+
+// ---- S2: key=value ----
+
+#[test]
+fn s2_every_listed_key_is_redacted() {
+    for key in [
+        "api_key",
+        "password",
+        "secret",
+        "credential",
+        "token",
+        "private_key",
+        "connection_string",
+        "access_key",
+        "bearer",
+        "session_id",
+        "auth_token",
+        "refresh_token",
+        "client_secret",
+    ] {
+        check(
+            &format!("request failed: {key}=s3cr3tV4lue status=401"),
+            &format!("request failed: {key}=*** status=401"),
+        );
+    }
+}
+
+#[test]
+fn s2_key_case_is_ignored_and_kept_as_written() {
+    check("API_KEY=abc", "API_KEY=***");
+    check("Password=abc", "Password=***");
+    check(
+        "Client_Secret=abc; ApiKey=def",
+        "Client_Secret=***; ApiKey=***",
+    );
+    check("x-api-key=abc", "x-api-key=***");
+}
+
+#[test]
+fn s2_keys_ending_in_a_secret_word_are_redacted() {
+    check(
+        "db_password=a GITHUB_TOKEN=b AWS_SECRET_ACCESS_KEY=c",
+        "db_password=*** GITHUB_TOKEN=*** AWS_SECRET_ACCESS_KEY=***",
+    );
+}
+
+#[test]
+fn s2_keys_that_merely_start_with_a_secret_word_are_not_redacted() {
+    unchanged("tokens_used=5 max_tokens=4096 token_count: 3 password_hint=pet secretary=bob");
+}
+
+#[test]
+fn s2_colon_arrow_and_spaced_separators() {
+    check("invalid token: abc123", "invalid token: ***");
+    check("password = hunter2, retry", "password = ***, retry");
+    check("{:secret => xyz}", "{:secret => ***}");
+    check("token\t=\tabc", "token\t=\t***");
+}
+
+#[test]
+fn s2_rust_paths_and_comparisons_are_not_pairs() {
+    unchanged("error in auth::token::parse: bad input");
+    unchanged("assertion failed: token == expected");
+}
+
+#[test]
+fn s2_quoted_value_is_redacted_whole() {
+    check("password=\"a b c\" user=bob", "password=\"***\" user=bob");
+    check(
+        "password='it is \\'me\\'' user=bob",
+        "password='***' user=bob",
+    );
+    check("password=\"unterminated and more", "password=\"***");
+}
+
+#[test]
+fn s2_unquoted_value_ends_at_whitespace_or_before_the_next_pair() {
+    check(
+        "?user=bob&password=p4ss&page=2",
+        "?user=bob&password=***&page=2",
+    );
+    check("password=a,b;c)d end", "password=*** end");
+    check("(password=abc), next", "(password=***), next");
+    check("token=abc,user=bob", "token=***,user=bob");
+}
+
+#[test]
+fn s2_empty_values_and_missing_markers_are_kept() {
+    unchanged("password=\nuser=bob");
+    // Blanks after a separator belong to it, so this reads as a value (the safe reading).
+    check("password= user=bob", "password= ***");
+    unchanged("token: None, secret: null");
+    unchanged("password=&user=bob");
+}
+
+#[test]
+fn s2_nested_structure_is_scanned_key_by_key() {
+    check(
+        r#"{"credentials": {"user": "bob", "password": "pw"}}"#,
+        r#"{"credentials": {"user": "bob", "password": "***"}}"#,
+    );
+}
+
+#[test]
+fn s2_bare_github_tokens_are_redacted() {
+    let classic = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
+    let oauth = format!("gho_{}", "Z9".repeat(12));
+    let fine = format!("github_pat_11AB_{}", "x".repeat(40));
+    check(
+        &format!("auth with {classic} and {oauth}, then {fine} failed"),
+        "auth with *** and ***, then *** failed",
+    );
+    // Too short to be a token: left alone.
+    unchanged("see ghp_short for details");
+}
+
+#[test]
+fn s2_bare_jwt_is_redacted() {
+    check(
+        "rejected eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U by upstream",
+        "rejected *** by upstream",
+    );
+}
+
+#[test]
+fn s2_bare_aws_and_slack_keys_are_redacted() {
+    check(
+        "key AKIAIOSFODNN7EXAMPLE denied; slack xoxb-123456789012-abcdefABCDEF",
+        "key *** denied; slack ***",
+    );
+}
+
+#[test]
+fn s2_pem_private_key_body_is_redacted() {
+    check(
+        "bad key -----BEGIN RSA PRIVATE KEY-----\nMIIEow+IBAAKCAQEA/xyz=\n-----END RSA PRIVATE KEY----- rest",
+        "bad key -----BEGIN RSA PRIVATE KEY-----\n***\n-----END RSA PRIVATE KEY----- rest",
+    );
+    // A key value that starts a PEM block: the body is still hidden.
+    check(
+        "private_key=-----BEGIN PRIVATE KEY-----\nMIIBVQ==",
+        "private_key=*** PRIVATE KEY-----\n***",
+    );
+}
+
+// ---- S3: headers ----
+
+#[test]
+fn s3_authorization_bearer_header_is_redacted() {
+    check(
+        "401 with Authorization: Bearer eyJabc.def\nnext line",
+        "401 with Authorization: ***\nnext line",
+    );
+}
+
+#[test]
+fn s3_other_credential_headers_are_redacted_keeping_the_name_as_written() {
+    check("authorization: Basic dXNlcjpwYXNz", "authorization: ***");
+    check(
+        "Proxy-Authorization: Digest a=\"b\", c=d",
+        "Proxy-Authorization: ***",
+    );
+    check("Cookie: session=abc; theme=dark", "Cookie: ***");
+    check("set-cookie: sid=abc; HttpOnly", "set-cookie: ***");
+    check("x-api-key: k-123 status=403", "x-api-key: *** status=403");
+    check("X-Auth-Token: t0k3n", "X-Auth-Token: ***");
+}
+
+#[test]
+fn s3_scheme_in_front_of_a_word_value_is_hidden_too() {
+    check("token: Bearer abc123 rejected", "token: *** rejected");
+}
+
+// ---- S4: dict and struct literals ----
+
+#[test]
+fn s4_python_dict_repr_secrets_are_redacted() {
+    check(
+        "bad config {'api_key': 'sk-123', 'token': 'tkn', 'region': 'eu'}",
+        "bad config {'api_key': '***', 'token': '***', 'region': 'eu'}",
+    );
+}
+
+#[test]
+fn s4_json_secrets_are_redacted() {
+    check(
+        r#"body {"client_secret": "abc", "refresh_token":"def", "scope": "read"}"#,
+        r#"body {"client_secret": "***", "refresh_token":"***", "scope": "read"}"#,
+    );
+}
+
+#[test]
+fn s4_rust_debug_struct_secret_is_redacted() {
+    check(
+        r#"Config { user: "bob", password: "hunter2", port: 5432 }"#,
+        r#"Config { user: "bob", password: "***", port: 5432 }"#,
+    );
+    check(
+        r#"Creds { token: Some("abc"), session_id: None }"#,
+        r#"Creds { token: Some("***"), session_id: None }"#,
+    );
+}
+
+#[test]
+fn s4_escaped_quotes_inside_values_are_hidden_whole() {
+    check(
+        r#"{"password": "a\"b\\\"c", "user": "bob"}"#,
+        r#"{"password": "***", "user": "bob"}"#,
+    );
+    check(r"{'token': 'it\'s'}", r"{'token': '***'}");
+    check(r#"{'token': b'raw'}"#, r#"{'token': b'***'}"#);
+}
+
+#[test]
+fn s4_json_inside_a_string_literal_is_redacted() {
+    check(
+        r#"body: "{\"password\":\"pw\\\"x\",\"user\":\"bob\"}""#,
+        r#"body: "{\"password\":\"***\",\"user\":\"bob\"}""#,
+    );
+}
+
+// ---- several at once ----
+
+#[test]
+fn s1_to_s4_several_secrets_in_one_message_are_all_redacted() {
+    check(
+        "POST https://u:p@api/x failed: api_key=k1 {'token': 't2'} Authorization: Bearer b3",
+        "POST https://***@api/x failed: api_key=*** {'token': '***'} Authorization: ***",
+    );
+}
+
+// ---- S5: length ----
+
+#[test]
+fn s5_long_message_is_cut_to_200_chars_and_ellipsis_appended() {
+    let long = "e".repeat(500);
+    let out = sanitize(&long);
+    assert_eq!(out.chars().count(), MAX_CHARS + 3);
+    assert_eq!(out, format!("{}...", "e".repeat(200)));
+    assert_eq!(sanitize(&out), out, "truncation is idempotent");
+}
+
+#[test]
+fn s5_message_of_exactly_200_chars_is_kept_whole() {
+    unchanged(&"e".repeat(200));
+    assert_eq!(
+        sanitize(&"e".repeat(201)),
+        format!("{}...", "e".repeat(200))
+    );
+}
+
+#[test]
+fn s5_a_cut_just_after_a_redacted_value_is_stable() {
+    for tail in [" end", ", end", "\" end"] {
+        for pad in 185..=192 {
+            let msg = format!("{}api_key=abcd{tail}{}", "x".repeat(pad), "y".repeat(20));
+            let once = sanitize(&msg);
+            assert!(once.ends_with("..."), "{once:?}");
+            assert_eq!(sanitize(&once), once, "pad {pad}, tail {tail:?}");
+        }
+    }
+    check("token=abc...", "token=***...");
+}
+
+#[test]
+fn s5_a_cut_through_a_kept_marker_hides_its_head() {
+    // `None` is kept whole, but cut to `No` it could be anything: hidden, and stable.
+    let msg = format!("{}token: None {}", "x".repeat(192), "y".repeat(20));
+    let once = sanitize(&msg);
+    assert_eq!(once, format!("{}token: *...", "x".repeat(192)));
+    assert_eq!(sanitize(&once), once);
+}
+
+#[test]
+fn s5_characters_are_unicode_scalar_values_and_never_split() {
+    // 200 four-byte chars are 800 bytes but exactly the limit.
+    unchanged(&"🦀".repeat(200));
+    let mixed = format!("{}é🦀{}", "a".repeat(199), "z".repeat(10));
+    assert_eq!(sanitize(&mixed), format!("{}é...", "a".repeat(199)));
+}
+
+#[test]
+fn s5_truncation_happens_after_redaction() {
+    // The secret straddles char 200: were the message cut first, its head would survive as
+    // an unrecognisable fragment.
+    let secret = "TOPSECRETVALUE";
+    let msg = format!("{}password={secret} end", "x".repeat(190));
+    let out = sanitize(&msg);
+    assert_eq!(out, format!("{}password=*...", "x".repeat(190)));
+    assert!(!out.contains('T'));
+    // A bare token cut by the limit: no head of it survives either.
+    let token = format!("ghp_{}", "Q".repeat(36));
+    let msg = format!("{} {token} tail", "x".repeat(180));
+    assert_eq!(sanitize(&msg), format!("{} *** tail", "x".repeat(180)));
+    let msg = format!("{} {token} {}", "x".repeat(190), "y".repeat(50));
+    assert_eq!(sanitize(&msg), format!("{} *** yyyyy...", "x".repeat(190)));
+}
+
+// ---- properties ----
+
+/// A secret matching `pattern` (a regex for proptest's string generator).
+fn secret(pattern: &'static str) -> impl Strategy<Value = String> {
+    proptest::string::string_regex(pattern).expect("valid regex")
+}
+
+/// An unquoted one-word secret: punctuation that can close a value (`,;&)]}>"'`) may sit
+/// inside it, where it must not end the value.
+const WORD: &str =
+    r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}>"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
+/// A header value: anything printable but quotes (a leading quote would make it a quoted value).
+const HEADER: &str = r"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-]{8,24}";
+/// A quoted secret: anything printable, spaces and quotes included (each form escapes it).
+const QUOTED: &str = r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'"\\-]{8,24}"#;
+
+/// `s` as the content of a string quoted with `quote`: backslash and that quote escaped.
+fn escape(s: &str, quote: char) -> String {
+    s.replace('\\', "\\\\")
+        .replace(quote, &format!("\\{quote}"))
+}
+
+/// A form's name, the regex its secret is drawn from, and how it embeds the secret.
+type Form = (&'static str, &'static str, fn(&str) -> String);
+
+fn forms() -> Vec<Form> {
+    vec![
+        ("S1 user:pass", "[A-Za-z0-9!$%+,.:;=~_-]{8,24}", |s| {
+            format!("postgres://admin:{s}@db:5432/app")
+        }),
+        ("S1 user", "[A-Za-z0-9_.~-]{8,24}", |s| {
+            format!("https://{s}@github.com/o/r.git")
+        }),
+        ("S2 key=", WORD, |s| format!("api_key={s}")),
+        ("S2 KEY=", WORD, |s| format!("CLIENT_SECRET={s}")),
+        ("S2 key: ", WORD, |s| format!("refresh_token: {s}")),
+        ("S2 query", WORD, |s| {
+            format!("?user=bob&password={s}&page=2")
+        }),
+        ("S2 quoted", QUOTED, |s| {
+            format!("password=\"{}\" user=bob", escape(s, '"'))
+        }),
+        ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
+        ("S3 basic", HEADER, |s| {
+            format!("Proxy-Authorization: Basic {s}")
+        }),
+        ("S3 x-api-key", WORD, |s| format!("X-Api-Key: {s}")),
+        ("S3 cookie", HEADER, |s| {
+            format!("Cookie: sid={s}; theme=dark")
+        }),
+        ("S4 python", QUOTED, |s| {
+            format!("{{'api_key': '{}', 'region': 'eu'}}", escape(s, '\''))
+        }),
+        ("S4 json", QUOTED, |s| {
+            format!("{{\"private_key\": \"{}\", \"n\": 1}}", escape(s, '"'))
+        }),
+        ("S4 debug", QUOTED, |s| {
+            format!("Cfg {{ session_id: {:?}, port: 1 }}", s)
+        }),
+        ("S4 debug option", QUOTED, |s| {
+            format!("Cfg {{ credential: Some({:?}) }}", s)
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// S5: no input panics, output is at most 200 chars + `...`, and sanitizing is idempotent.
+    #[test]
+    fn s5_any_string_is_bounded_and_idempotent(input in any::<String>()) {
+        let once = sanitize(&input);
+        prop_assert!(once.chars().count() <= MAX_CHARS + 3);
+        prop_assert_eq!(sanitize(&once), once.clone());
+        if input.chars().count() <= MAX_CHARS && once == input {
+            prop_assert!(matches!(once, Cow::Borrowed(_)));
+        }
+    }
+
+    /// S1–S5 on text built from the pieces the patterns look for, so every branch is hit.
+    #[test]
+    fn s1_s5_pattern_soup_is_bounded_and_idempotent(
+        pieces in proptest::collection::vec(
+            prop_oneof![
+                Just("password"), Just("Token"), Just("api-key"), Just("Authorization"),
+                Just("cookie"), Just("="), Just(":"), Just("::"), Just(" "), Just("\n"),
+                Just("\""), Just("'"), Just("\\"), Just("\\\""), Just(","), Just(";"),
+                Just("&"), Just(")"), Just("}"), Just("{"), Just("["), Just("Some("),
+                Just("b'"), Just("://"), Just("@"), Just("/"), Just("ghp_"), Just("eyJ"),
+                Just("."), Just("AKIA"), Just("-----BEGIN RSA PRIVATE KEY-----"),
+                Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
+                Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
+            ],
+            0..60,
+        )
+    ) {
+        let input: String = pieces.concat();
+        let once = sanitize(&input);
+        prop_assert!(once.chars().count() <= MAX_CHARS + 3);
+        prop_assert_eq!(sanitize(&once), once.clone(), "input: {:?}", input);
+    }
+
+    /// S1–S5: a secret embedded in each form never appears in the output, not even in part
+    /// (no 4-char piece of it that the surrounding text does not already contain), wherever
+    /// the 200-char cut falls.
+    #[test]
+    fn s1_s5_embedded_secret_never_leaks(
+        (form, secret) in (0..forms().len()).prop_flat_map(|i| (Just(i), secret(forms()[i].1))),
+        pad in 0..230usize,
+        tail in "[a-z ]{0,40}",
+    ) {
+        let (name, _, build) = forms()[form];
+        let frame = |inner: &str| format!("{}fail: {inner} {tail}", "x".repeat(pad));
+        let input = frame(&build(&secret));
+        let context = frame(&build(""));
+        let out = sanitize(&input);
+        let visible = if input.chars().count() > MAX_CHARS {
+            out.strip_suffix("...").unwrap_or(&out)
+        } else {
+            &out
+        };
+        let chars: Vec<char> = secret.chars().collect();
+        for w in chars.windows(4) {
+            let w: String = w.iter().collect();
+            if !context.contains(&w) {
+                prop_assert!(!visible.contains(&w), "{}: {:?} leaked {:?} of {:?}", name, out, w, input);
+            }
+        }
+    }
+}
+
+#[test]
+fn s2_clean_messages_are_returned_borrowed() {
+    unchanged("connection refused (os error 111) after 3 attempts");
+    unchanged("already redacted: password=*** and https://***@host");
+}

@@ -1,0 +1,260 @@
+//! The runtime behind annotated fns: config, the per-service registry, and every call site.
+
+use crate::site::CallSite;
+use parking_lot::{Mutex, RwLock};
+use resilience_config::{CodeDeclared, Config, Diagnostic, DiagnosticKind};
+use resilience_core::clock::Clock;
+use resilience_core::registry::{Registry, ServicePolicy};
+use resilience_core::retry::{RetryPolicy, ServiceGuard};
+use resilience_core::sleep::{AsyncSleeper, Sleeper};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+
+/// Config plus the registry it feeds, and the call sites that resolved through it.
+///
+/// The process-wide runtime ([`Runtime::global`]) loads from the environment on first use;
+/// [`Runtime::install`] replaces it once, at startup, before any guarded call. Tests build
+/// independent runtimes with [`Runtime::builder`].
+pub struct Runtime {
+    config: RwLock<Config>,
+    registry: Registry,
+    sites: Mutex<Vec<(&'static CallSite, Arc<ServiceGuard>)>>,
+}
+
+/// Why a [`Runtime::reload`] was refused: every problem in the new config. The running policies
+/// were kept.
+#[derive(Debug, Clone)]
+pub struct ReloadRefused {
+    /// The problems, each naming its env var or JSON path.
+    pub problems: Vec<Diagnostic>,
+}
+
+impl fmt::Display for ReloadRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "config reload refused; the last good policies stay in force:"
+        )?;
+        for p in &self.problems {
+            write!(f, "\n  {}: {}", p.location(), p.message())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ReloadRefused {}
+
+/// Whether a diagnostic means a value was rejected (as opposed to a warning such as a typo'd
+/// key, which changes nothing).
+fn is_rejection(d: &Diagnostic) -> bool {
+    matches!(
+        d.kind(),
+        DiagnosticKind::InvalidValue
+            | DiagnosticKind::TooLong
+            | DiagnosticKind::InvalidJson
+            | DiagnosticKind::NotAnObject
+    )
+}
+
+/// The service-level policy from config; an invalid code-declared layer cannot reach here, so
+/// an error means a bug in validation: fall back to the seed defaults and say so.
+fn service_policy(config: &Config, service: &str) -> ServicePolicy {
+    let settings = config.resolve(service, &CodeDeclared::EMPTY);
+    let retry = settings.retry_policy();
+    let breaker = settings.breaker_config();
+    match (retry, breaker) {
+        (Ok(retry), Ok(breaker)) => ServicePolicy { retry, breaker },
+        (r, b) => {
+            let why = r
+                .err()
+                .or(b.err())
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            tracing::error!(target: "resilience::config", service, error = %why,
+                "invalid effective policy; using the defaults");
+            ServicePolicy::default()
+        }
+    }
+}
+
+fn site_policy(config: &Config, site: &CallSite, fallback: RetryPolicy) -> RetryPolicy {
+    config
+        .resolve(site.service(), site.declared())
+        .retry_policy()
+        .unwrap_or_else(|e| {
+            tracing::error!(target: "resilience::config", service = site.service(),
+                operation = site.operation(), error = %e,
+                "invalid declared policy; using the service's policy");
+            fallback
+        })
+}
+
+impl Runtime {
+    /// A runtime on the real clock and sleepers, with this config.
+    pub fn new(config: Config) -> Self {
+        Self::builder(config).build()
+    }
+
+    /// A runtime loaded from the process environment.
+    pub fn from_env() -> Self {
+        Self::new(Config::from_env())
+    }
+
+    /// Starts building a runtime with injected time.
+    pub fn builder(config: Config) -> RuntimeBuilder {
+        RuntimeBuilder {
+            config,
+            clock: None,
+            sleeper: None,
+            async_sleeper: None,
+            jitter_seed: None,
+        }
+    }
+
+    /// The process-wide runtime, loaded from the environment on first use.
+    pub fn global() -> &'static Runtime {
+        GLOBAL.get_or_init(Runtime::from_env)
+    }
+
+    /// Makes `runtime` the process-wide one. Works once, before anything used the global
+    /// runtime; otherwise hands `runtime` back (boxed).
+    pub fn install(runtime: Runtime) -> Result<&'static Runtime, Box<Runtime>> {
+        let mut slot = Some(runtime);
+        let installed = GLOBAL.get_or_init(|| slot.take().unwrap_or_else(Runtime::from_env));
+        match slot {
+            None => Ok(installed),
+            Some(rejected) => Err(Box::new(rejected)),
+        }
+    }
+
+    /// The registry of services.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The config in force.
+    pub fn config(&self) -> Config {
+        self.config.read().clone()
+    }
+
+    /// Closes `service`'s circuit and clears its counters (B9). `false` if it has no breaker or
+    /// was never used.
+    pub fn reset_circuit(&self, service: &str) -> bool {
+        self.registry.reset_circuit(service)
+    }
+
+    /// Whether `service`'s circuit is open (B10).
+    pub fn is_circuit_open(&self, service: &str) -> bool {
+        self.registry.is_circuit_open(service)
+    }
+
+    /// The guard of `service` (for calls written by hand rather than through the attribute).
+    pub fn service(&self, service: &str) -> Arc<ServiceGuard> {
+        self.registry.service(service)
+    }
+
+    /// Resolves a call site's guard: the service's breaker with the site's retry policy.
+    pub(crate) fn register_site(&self, site: &'static CallSite) -> Arc<ServiceGuard> {
+        let service = self.registry.service(site.service());
+        let config = self.config.read();
+        let policy = site_policy(&config, site, service.policy());
+        let guard = Arc::new(service.with_policy(policy));
+        self.sites.lock().push((site, guard.clone()));
+        guard
+    }
+
+    /// Applies a new config to every service and call site already in use. All or nothing: if
+    /// the new config rejected any value, nothing changes and the error lists why. On success,
+    /// returns the services whose breaker settings changed (those apply after a restart).
+    pub fn reload(&self, config: Config) -> Result<Vec<Arc<str>>, ReloadRefused> {
+        let problems: Vec<Diagnostic> = config
+            .diagnostics()
+            .iter()
+            .filter(|d| is_rejection(d))
+            .cloned()
+            .collect();
+        if !problems.is_empty() {
+            let refused = ReloadRefused { problems };
+            tracing::warn!(target: "resilience::config", reason = %refused, "config reload refused");
+            return Err(refused);
+        }
+        let source = config.clone();
+        let breaker_changed = self
+            .registry
+            .reload(move |service: &str| service_policy(&source, service));
+        for (site, guard) in self.sites.lock().iter() {
+            guard.set_policy(site_policy(&config, site, guard.policy()));
+        }
+        *self.config.write() = config;
+        Ok(breaker_changed)
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("registry", &self.registry)
+            .field("call_sites", &self.sites.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Runtime`] with injected time.
+pub struct RuntimeBuilder {
+    config: Config,
+    clock: Option<Arc<dyn Clock>>,
+    sleeper: Option<Arc<dyn Sleeper>>,
+    async_sleeper: Option<Arc<dyn AsyncSleeper>>,
+    jitter_seed: Option<u64>,
+}
+
+impl RuntimeBuilder {
+    /// The clock for breakers and deadlines.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// The sleeper for sync backoff.
+    #[must_use]
+    pub fn sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = Some(sleeper);
+        self
+    }
+    /// The sleeper for async backoff and deadlines.
+    #[must_use]
+    pub fn async_sleeper(mut self, sleeper: Arc<dyn AsyncSleeper>) -> Self {
+        self.async_sleeper = Some(sleeper);
+        self
+    }
+    /// Seeds jitter everywhere.
+    #[must_use]
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.jitter_seed = Some(seed);
+        self
+    }
+    /// Builds the runtime.
+    pub fn build(self) -> Runtime {
+        let source = self.config.clone();
+        let mut b = Registry::builder(move |service: &str| service_policy(&source, service));
+        if let Some(c) = self.clock {
+            b = b.clock(c);
+        }
+        if let Some(s) = self.sleeper {
+            b = b.sleeper(s);
+        }
+        if let Some(s) = self.async_sleeper {
+            b = b.async_sleeper(s);
+        }
+        if let Some(seed) = self.jitter_seed {
+            b = b.jitter_seed(seed);
+        }
+        Runtime {
+            config: RwLock::new(self.config),
+            registry: b.build(),
+            sites: Mutex::default(),
+        }
+    }
+}
