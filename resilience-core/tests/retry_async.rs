@@ -6,6 +6,7 @@ use resilience_core::backoff::{Backoff, BackoffStrategy};
 use resilience_core::retry::nesting::{current_depth, propagate};
 use resilience_core::retry::RetryPolicy;
 use resilience_core::ResilienceError;
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use support::*;
@@ -223,4 +224,42 @@ async fn async_loop_driver_lets_each_attempt_borrow_mutably() {
     };
     assert_eq!(out, Ok(2));
     assert_eq!(log, vec![1, 2]);
+}
+
+#[tokio::test]
+async fn b5_dropping_an_async_probe_gives_its_slot_back() {
+    use resilience_core::breaker::{BreakerConfig, CircuitState};
+    use std::task::{Context, Waker};
+    let h = harness_with(exp_policy(1), |b| {
+        b.breaker(BreakerConfig::new(1, secs(10.0), secs(0.0), 1).unwrap())
+    });
+    let _: Result<(), TestError> = h
+        .guard
+        .call("get")
+        .run_async(|| async { Err(op_err("x")) })
+        .await;
+    assert!(h.guard.breaker().unwrap().is_open());
+    h.clock.advance(secs(10.0));
+    // A probe starts and is cancelled mid-flight (its future dropped while pending).
+    {
+        let probe = h
+            .guard
+            .call("get")
+            .run_async(std::future::pending::<Result<(), TestError>>);
+        let mut probe = std::pin::pin!(probe);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(probe.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(h.guard.breaker().unwrap().state(), CircuitState::HalfOpen);
+        // While that probe holds the only slot, another call is refused at once.
+        let refused: Result<(), TestError> =
+            h.guard.call("get").run_async(|| async { Ok(()) }).await;
+        assert!(matches!(
+            refused,
+            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+        ));
+    }
+    // The slot came back with the drop: the next probe runs and closes the circuit.
+    let ok: Result<(), TestError> = h.guard.call("get").run_async(|| async { Ok(()) }).await;
+    assert_eq!(ok, Ok(()));
+    assert_eq!(h.guard.breaker().unwrap().state(), CircuitState::Closed);
 }

@@ -301,3 +301,52 @@ fn r2_sync_entry_point_runs_sync_closures() {
     let out: Result<&str, TestError> = h.guard.call("op").run(|| Ok("sync"));
     assert_eq!(out, Ok("sync"));
 }
+
+#[test]
+fn b6_every_failure_counts_and_an_opened_circuit_stops_the_retry_loop() {
+    use resilience_core::breaker::BreakerConfig;
+    let h = harness_with(exp_policy(10), |b| {
+        b.breaker(BreakerConfig::new(3, secs(60.0), secs(30.0), 1).unwrap())
+    });
+    let calls = Cell::new(0);
+    let out: Result<(), TestError> = h.guard.call("get").idempotent().run(|| {
+        calls.set(calls.get() + 1);
+        Err(op_err("down"))
+    });
+    // Three failures open the circuit; the fourth attempt is refused without running.
+    assert_eq!(calls.get(), 3);
+    assert!(matches!(
+        out,
+        Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+    ));
+    // While open, a call is refused at once: the operation never runs.
+    let out: Result<(), TestError> = h.guard.call("get").idempotent().run(|| {
+        calls.set(calls.get() + 1);
+        Ok(())
+    });
+    assert!(matches!(
+        out,
+        Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+    ));
+    assert_eq!(calls.get(), 3);
+}
+
+#[test]
+fn r6_nested_call_runs_once_but_still_through_its_breaker() {
+    use resilience_core::breaker::BreakerConfig;
+    let outer = harness(exp_policy(4));
+    let inner = harness_with(exp_policy(3), |b| {
+        b.breaker(BreakerConfig::new(2, secs(60.0), secs(30.0), 1).unwrap())
+    });
+    let inner_calls = Cell::new(0);
+    let _: Result<(), TestError> = outer.guard.call("outer").idempotent().run(|| {
+        inner.guard.call("inner").idempotent().run(|| {
+            inner_calls.set(inner_calls.get() + 1);
+            Err(op_err("inner down"))
+        })
+    });
+    // Outer attempts 1 and 2 reach the inner service once each; that opens its breaker
+    // (threshold 2), so outer attempts 3 and 4 are refused by it without running.
+    assert_eq!(inner_calls.get(), 2);
+    assert!(inner.guard.breaker().unwrap().is_open());
+}
