@@ -20,13 +20,12 @@ fn is_circuit_open(r: &Result<u32, ApiError>) -> bool {
     )
 }
 
-/// Calls `f` until the breaker refuses (at most 100 times); returns the call number that was
-/// refused and how many times the body ran before it.
+/// Calls `f` until it reports an open circuit (at most 100 times); returns that call's number
+/// and how many times the body had run when it returned.
 fn call_until_open(f: impl Fn() -> Result<u32, ApiError>, body: &Attempts) -> (u32, u32) {
     for call in 1..=100 {
-        let ran_before = body.count();
         if is_circuit_open(&f()) {
-            return (call, ran_before);
+            return (call, body.count());
         }
     }
     panic!("the breaker never opened after 100 failing calls");
@@ -42,7 +41,8 @@ fn failing_write() -> Result<u32, ApiError> {
 #[test]
 fn m2_write_runs_through_the_breaker_which_opens_and_then_rejects_without_running_it() {
     let (refused_call, ran) = call_until_open(failing_write, &WRITES);
-    // One body run per call until the breaker opened (B1: after `failure_threshold` failures)…
+    // One body run per call until the breaker opened (B1: after `failure_threshold` failures);
+    // the refused call itself did not run it…
     assert_eq!(ran, refused_call - 1);
     // …and the refused calls did not run the body.
     assert!(is_circuit_open(&failing_write()));
@@ -63,8 +63,11 @@ fn failing_read() -> Result<u32, ApiError> {
 
 #[test]
 fn m1_retried_fn_attempts_each_pass_the_breaker() {
+    // The failure that opens the circuit ends the retry loop: the next attempt is refused
+    // (B6), so the call that reports the open circuit ran its body at most once more.
     let (_, ran) = call_until_open(failing_read, &READS);
     assert!(ran >= 1);
+    // Once open, a call is refused before its first attempt.
     assert!(is_circuit_open(&failing_read()));
     assert_eq!(READS.count(), ran, "a refused call must not run the body");
 }
