@@ -23,7 +23,159 @@
 
 pub use resilience_core::{backoff, breaker, clock, governor, retry, sleep};
 pub use resilience_core::{sanitize, PolicyError, ResilienceError};
+/// Guards a fn with its service's circuit breaker and, for idempotent operations, retries
+/// with backoff.
+///
+/// ```
+/// use resilience::{retry_service_operation, ResilienceError};
+///
+/// #[derive(Debug)]
+/// enum PlanError {
+///     NotFound,
+///     Refused(ResilienceError),
+/// }
+/// impl From<ResilienceError> for PlanError {
+///     fn from(e: ResilienceError) -> Self { PlanError::Refused(e) }
+/// }
+/// impl std::fmt::Display for PlanError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "{self:?}") }
+/// }
+///
+/// struct PlanClient { plans: Vec<String> }
+///
+/// impl PlanClient {
+///     /// A read: safe to run twice, so it may be retried.
+///     #[retry_service_operation(service = "plan_service", idempotent, max_attempts = 5)]
+///     fn get_plan(&self, id: usize) -> Result<&str, PlanError> {
+///         let plan = self.plans.get(id).ok_or(PlanError::NotFound)?; // ends this attempt only
+///         Ok(plan)
+///     }
+///
+///     /// A write: no `idempotent`, so it runs exactly once (still through the breaker).
+///     #[retry_service_operation(service = "plan_service")]
+///     async fn apply_plan(&mut self, plan: String) -> Result<usize, PlanError> {
+///         self.plans.push(plan); // consuming an argument is fine: there is one attempt
+///         Ok(self.plans.len() - 1)
+///     }
+/// }
+///
+/// let mut client = PlanClient { plans: vec!["alpha".into()] };
+/// assert_eq!(client.get_plan(0).unwrap(), "alpha");
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// assert_eq!(rt.block_on(client.apply_plan("beta".into())).unwrap(), 1);
+/// ```
+///
+/// # What it does
+///
+/// The fn keeps its exact signature; only its body is wrapped. Each call goes through
+/// `service`'s circuit breaker. An `idempotent` operation that fails is run again after the
+/// service's backoff, up to its attempt limit and total deadline; without `idempotent` the
+/// operation runs exactly once (M2). Inside another guarded call it runs once, whatever its
+/// settings (R6). Exhausted retries return the operation's last error unchanged; the
+/// framework's own refusals (open circuit, total timeout) reach the caller as
+/// `E::from(ResilienceError)`.
+///
+/// Within the body, `?` and `return` end the current attempt, not the call: the next attempt
+/// (if any) runs the whole body again, borrowing `self` and the arguments afresh.
+///
+/// Works on free fns, `&self` and `&mut self` methods, trait impl methods and trait default
+/// methods, generic fns with where clauses, fns with lifetimes and `impl Trait` arguments
+/// (M1). It detects by itself whether the fn is sync, `async fn`, or returns
+/// `impl Future<Output = Result<..>>` (R3).
+///
+/// # Arguments
+///
+/// | argument | meaning |
+/// |---|---|
+/// | `service = "name"` | required (or inherited from [`service_defaults`]): the service whose policy and breaker apply |
+/// | `idempotent` | running the operation twice has the same effect as once: it may be retried |
+/// | `not_idempotent` | says explicitly that the operation is a write (the default: it runs once) |
+/// | `operation = "name"` | the name in events and logs; defaults to the fn's name |
+/// | `total_timeout = secs` | wall-clock cap on the whole call, from the first attempt (default 300) |
+/// | `max_attempts = n` | attempts including the first (≥ 1) |
+/// | `backoff = "…"` | `"exponential"`, `"linear"`, `"fixed"`, `"jitter"` or `"none"` |
+/// | `base_delay = secs`, `max_delay = secs` | the backoff's base and cap |
+/// | `jitter = bool` | randomise delays |
+/// | `crate = "path"` | where the facade is, if not `::resilience` (re-exporting crates) |
+///
+/// Seconds are integer or float literals. `max_attempts`, `backoff`, `base_delay`,
+/// `max_delay` and `jitter` tune retries, so they require `idempotent`.
+///
+/// These values are the *code-declared* layer of the configuration (C13): they override the
+/// built-in table, and are themselves overridden by the global env vars
+/// (`CLEVERAGENTS_RETRY_MAX_ATTEMPTS`, …) and the per-service JSON in
+/// `CLEVERAGENTS_RETRY_SERVICE_OVERRIDES`, so operators can retune a deployed service without
+/// a rebuild. What is not declared is left to those layers (no default is baked in).
+///
+/// # Requirements, checked at compile time
+///
+/// Each mistake below is a compile error on the offending token, with the fix in the message;
+/// the fn itself is still emitted, so the rest of the crate keeps compiling (M3).
+///
+/// - The return type is a `Result` (any path whose last segment is `Result`, such as
+///   `app::Result<T>`), or `impl Future<Output = Result<..>>` for a non-async fn.
+/// - The error type `E` implements `From<resilience::ResilienceError>` and `Display`.
+/// - Not a `const fn` nor an `extern` fn; a retried fn does not take `self` by value.
+/// - Arguments are known, given once, literal, and in range (`max_attempts ≥ 1`, seconds
+///   finite and not negative, a known backoff name, a non-empty service).
+///
+/// # Arguments consumed by the body (M4)
+///
+/// A retried body runs once per attempt, so it cannot consume an argument by value: rustc
+/// rejects that with "use of moved value: `arg`… value moved here, in previous iteration of
+/// loop", naming the argument. Take the argument by reference, clone it inside the body, or
+/// (if the operation must run once anyway) drop `idempotent`: a fn that is not retried may
+/// consume its arguments.
+///
+/// # `impl Future` fns
+///
+/// A retried fn returning `impl Future` runs its body again for each attempt, so the future
+/// it returns owns the fn's arguments: with a `&self` receiver, say so in the return type
+/// (`impl Future<Output = ..> + '_`), or write an `async fn`. A fn that is not retried runs its
+/// body once at call time, as before, and its future captures no more than the original did.
 pub use resilience_macros::retry_service_operation;
+
+/// Declares [`retry_service_operation`] arguments once for every annotated fn in an `impl`
+/// block, an inline `mod` or a trait (M5).
+///
+/// ```
+/// use resilience::{retry_service_operation, service_defaults, ResilienceError};
+///
+/// #[derive(Debug)]
+/// struct PlanError(String);
+/// impl From<ResilienceError> for PlanError {
+///     fn from(e: ResilienceError) -> Self { PlanError(e.to_string()) }
+/// }
+/// impl std::fmt::Display for PlanError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(&self.0) }
+/// }
+///
+/// struct PlanClient;
+///
+/// #[service_defaults(service = "plan_service", total_timeout = 30, max_attempts = 4)]
+/// impl PlanClient {
+///     #[retry_service_operation(idempotent)] // plan_service, 30 s, 4 attempts
+///     fn get_plan(&self, id: u64) -> Result<u64, PlanError> { Ok(id) }
+///
+///     #[retry_service_operation(idempotent, max_attempts = 2)] // its own value wins
+///     fn list_plans(&self) -> Result<Vec<u64>, PlanError> { Ok(vec![]) }
+///
+///     #[retry_service_operation] // a write: plan_service, 30 s, runs once
+///     fn apply_plan(&self, id: u64) -> Result<u64, PlanError> { Ok(id) }
+/// }
+///
+/// assert_eq!(PlanClient.get_plan(1).unwrap(), 1);
+/// ```
+///
+/// Takes the same arguments as [`retry_service_operation`] except the per-fn decisions
+/// `idempotent`, `not_idempotent` and `operation`. It rewrites each
+/// `#[retry_service_operation]` (spelt `retry_service_operation`, `resilience::…` or
+/// `::resilience::…`) among the block's items, including those of impl blocks and mods nested
+/// in an inline `mod`, so that the fn's own arguments win and the defaults fill the rest.
+/// Retry tuning among the defaults applies to `idempotent` fns only; a write inherits the
+/// service, `total_timeout` and `crate`, and still runs once. A nested `#[service_defaults]`
+/// overrides the outer one for its own block. Fn bodies are never entered.
+pub use resilience_macros::service_defaults;
 
 /// Configuration: env vars, JSON overrides, provenance.
 pub use resilience_config as config;

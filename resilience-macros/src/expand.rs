@@ -1,0 +1,224 @@
+//! Code generation from a validated [`Plan`]. No checks here: everything was decided by
+//! [`validate`](crate::validate).
+//!
+//! The signature is re-emitted untouched; only the body changes. It becomes an attempt loop
+//! in place, each attempt being the original body in a closure (sync) or an `async` block
+//! (async), so `?` and `return` end the current attempt only, and borrows of `self` and the
+//! arguments end with each attempt. For a sync idempotent fn:
+//!
+//! ```text
+//! fn get_plan(&self, id: u64) -> Result<Plan, MyErr> {
+//!     static __RESILIENCE_SITE: P::CallSite = P::CallSite::new("plan_service", "get_plan", …);
+//!     let mut driver = P::sync_loop(&__RESILIENCE_SITE, P::Idempotent);
+//!     loop {
+//!         if let P::ControlFlow::Break(r) = driver.step(|| -> Result<Plan, MyErr> <body>) {
+//!             break r;
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
+//! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
+//! by value: no loop, so its body may move its arguments (M4). A body that moves an argument in a retried fn is rejected by
+//! rustc with "value moved here, in previous iteration of loop", naming the argument (M4).
+
+use crate::item::ItemFn;
+use crate::validate::{Backoff, Declared, Plan, Shape};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{quote, quote_spanned};
+
+/// The fn with its body replaced by the guarded one.
+pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
+    let Some(body) = &item.body else {
+        return item.with_body(TokenStream::new());
+    };
+    let body = body.clone();
+    let p = private(plan);
+    let site = Ident::new("__RESILIENCE_SITE", Span::mixed_site());
+    let site_static = site_static(plan, &site, &p);
+    // Located at the error type too: an `.await` on the driver is reported from the start
+    // of its receiver expression.
+    let driver = Ident::new(
+        "resilience_driver",
+        Span::mixed_site().located_at(plan.error_span),
+    );
+    let result = Ident::new("resilience_result", Span::mixed_site());
+    let attempt = Ident::new("resilience_attempt", Span::mixed_site());
+    // Sync attempts are closures whose declared return type lets `?` and `return` infer;
+    // async blocks cannot declare one, so they start with an unreachable typed `return`.
+    let ty = &plan.attempt_ty;
+    let edge = return_edge(plan);
+    // Errors about the attempt's type (e.g. `E: RetryableError`) are reported at the driver
+    // method; spanning it on the declared error type points the user at the right place.
+    let step = Ident::new("step", plan.error_span);
+    // A call's unmet bounds are reported on its callee path: put the whole path there.
+    let p_at_error = respan(&p, plan.error_span);
+    let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
+    let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
+    let await_ = quote_spanned!(plan.error_span=> .await);
+    let once_fut = Ident::new(
+        "resilience_once",
+        Span::mixed_site().located_at(plan.error_span),
+    );
+    // The retry loop's driver bounds `E` less readably than `RetryableError` does; when `E`
+    // can be named, ask for the readable check first (on the error type's span).
+    let check = plan.error_ty.as_ref().map(|e| {
+        quote_spanned! {plan.error_span=> #p::assert_retryable_error::<#e>(); }
+    });
+
+    let guarded = match (plan.shape, plan.idempotent) {
+        (Shape::Sync, true) => quote! {
+            #check
+            let mut #driver = #p::sync_loop(&#site, #p::Idempotent);
+            loop {
+                if let #p::ControlFlow::Break(#result) = #driver.#step(|| -> #ty #body) {
+                    break #result;
+                }
+            }
+        },
+        (Shape::Sync, false) => quote_spanned! {plan.error_span=>
+            #sync_once(&#site, || -> #ty #body)
+        },
+        (Shape::AsyncFn, true) => quote! {
+            #check
+            let mut #driver = #p::async_loop(&#site, #p::Idempotent);
+            loop {
+                if let #p::ControlFlow::Break(#result) = #driver.#step(async { #edge #body }) #await_ {
+                    break #result;
+                }
+            }
+        },
+        (Shape::AsyncFn, false) => quote_spanned! {plan.error_span=>
+            let #once_fut = #async_once(&#site, async { #edge #body });
+            #once_fut #await_
+        },
+        // Each attempt runs the original body again for a fresh future, so the returned
+        // future owns the arguments.
+        (Shape::ImplFuture, true) => quote! {
+            #check
+            async move {
+                let mut #driver = #p::async_loop(&#site, #p::Idempotent);
+                loop {
+                    #[allow(clippy::redundant_closure_call)]
+                    let #attempt = (|| #body)();
+                    if let #p::ControlFlow::Break(#result) = #driver.#step(#attempt) #await_ {
+                        break #result;
+                    }
+                }
+            }
+        },
+        // One attempt: the body runs now, as it did unguarded, and only its future is
+        // captured, so the returned future borrows nothing more than before.
+        (Shape::ImplFuture, false) => quote! {
+            #[allow(clippy::redundant_closure_call)]
+            let #attempt = (|| #body)();
+            async move {
+                let #once_fut = #async_once(&#site, #attempt);
+                #once_fut #await_
+            }
+        },
+    };
+    item.with_body(quote! { #site_static #guarded })
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(&g.stream(), span));
+                group.set_span(span);
+                tt = proc_macro2::TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
+}
+
+fn private(plan: &Plan) -> TokenStream {
+    let krate = &plan.krate;
+    quote!(#krate::__private)
+}
+
+/// The per-fn `static` call site: resolved once, so the hot path does no registry lookup.
+fn site_static(plan: &Plan, site: &Ident, p: &TokenStream) -> TokenStream {
+    let service = &plan.service;
+    let operation = &plan.operation;
+    let declared = declared(&plan.declared, p);
+    quote! {
+        #[allow(clippy::needless_update)]
+        static #site: #p::CallSite = #p::CallSite::new(#service, #operation, #declared);
+    }
+}
+
+fn declared(d: &Declared, p: &TokenStream) -> TokenStream {
+    let some = |v: TokenStream| quote!(#p::Option::Some(#v));
+    let mut fields = Vec::new();
+    if let Some(n) = d.max_attempts {
+        let lit = Literal::u32_suffixed(n);
+        let v = some(quote!(#lit));
+        fields.push(quote!(max_attempts: #v));
+    }
+    if let Some(b) = d.backoff {
+        let variant = Ident::new(
+            match b {
+                Backoff::Exponential => "Exponential",
+                Backoff::Linear => "Linear",
+                Backoff::Fixed => "Fixed",
+                Backoff::Jitter => "Jitter",
+                Backoff::None => "None",
+            },
+            Span::call_site(),
+        );
+        let v = some(quote!(#p::BackoffStrategy::#variant));
+        fields.push(quote!(backoff: #v));
+    }
+    for (name, secs) in [
+        ("base_delay", d.base_delay),
+        ("max_delay", d.max_delay),
+        ("total_timeout", d.total_timeout),
+    ] {
+        if let Some(s) = secs {
+            let field = Ident::new(name, Span::call_site());
+            let lit = Literal::f64_suffixed(s);
+            let v = some(quote!(#lit));
+            fields.push(quote!(#field: #v));
+        }
+    }
+    if let Some(j) = d.jitter {
+        let v = some(quote!(#j));
+        fields.push(quote!(jitter: #v));
+    }
+    if fields.is_empty() {
+        quote!(#p::CodeDeclared::EMPTY)
+    } else {
+        quote!(#p::CodeDeclared { #(#fields,)* ..#p::CodeDeclared::EMPTY })
+    }
+}
+
+/// An unreachable `return` of the declared type, first in the attempt, so `?` and `return`
+/// in the body know the attempt's error type before anything else is inferred.
+fn return_edge(plan: &Plan) -> TokenStream {
+    let ty = &plan.attempt_ty;
+    let never = Ident::new("resilience_never", Span::mixed_site());
+    quote_spanned! {plan.error_span=>
+        #[allow(
+            unreachable_code,
+            clippy::diverging_sub_expression,
+            clippy::empty_loop,
+            clippy::let_unit_value,
+            clippy::let_with_type_underscore,
+            clippy::needless_return,
+            clippy::unreachable
+        )]
+        if false {
+            let #never: #ty = loop {};
+            return #never;
+        }
+    }
+}

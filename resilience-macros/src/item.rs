@@ -1,0 +1,70 @@
+//! A lazy model of the annotated fn: attributes, visibility and signature are parsed; the
+//! body is kept as an opaque brace group.
+//!
+//! Not parsing the body keeps the macro fast (the body's tokens are never walked: syn only
+//! sees the header) and tolerant: a body with a syntax error still expands, and rustc then
+//! reports the real error at its real place instead of the attribute failing as a whole.
+
+use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
+use syn::parse::{ParseStream, Parser};
+use syn::{Attribute, Signature, Token, Visibility};
+
+/// An fn item, a method in an `impl` or a trait method with a default body.
+pub(crate) struct ItemFn {
+    /// Everything before the body, as written: re-emitted untouched.
+    header: TokenStream,
+    pub(crate) sig: Signature,
+    /// `{ … }`, untouched. `None` for a trait method declaration (`fn f(&self);`).
+    pub(crate) body: Option<Group>,
+}
+
+impl ItemFn {
+    /// Splits off the body at the top level (without descending into it), then parses the
+    /// header: outer attributes, visibility, signature.
+    pub(crate) fn parse(item: TokenStream) -> syn::Result<Self> {
+        let mut tokens: Vec<TokenTree> = item.into_iter().collect();
+        let body = match tokens.last() {
+            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
+                let g = g.clone();
+                tokens.pop();
+                Some(g)
+            }
+            _ => None,
+        };
+        let header: TokenStream = tokens.into_iter().collect();
+        let has_body = body.is_some();
+        let parser = |input: ParseStream<'_>| {
+            input.call(Attribute::parse_outer)?;
+            input.parse::<Visibility>()?;
+            let sig: Signature = input.parse()?;
+            if !has_body {
+                input.parse::<Token![;]>()?;
+            }
+            if !input.is_empty() {
+                return Err(input.error("expected the fn body `{ … }`"));
+            }
+            Ok(sig)
+        };
+        let sig = parser.parse2(header.clone())?;
+        Ok(Self { header, sig, body })
+    }
+
+    /// The fn re-emitted with another body.
+    pub(crate) fn with_body(&self, body: TokenStream) -> TokenStream {
+        let mut out = self.header.clone();
+        let span = self
+            .body
+            .as_ref()
+            .map_or_else(proc_macro2::Span::call_site, |b| b.span());
+        let mut group = Group::new(Delimiter::Brace, body);
+        group.set_span(span);
+        out.extend([TokenTree::Group(group)]);
+        out
+    }
+
+    /// The name operations default to: the fn's name without `r#`.
+    pub(crate) fn operation_name(&self) -> String {
+        let name = self.sig.ident.to_string();
+        name.strip_prefix("r#").unwrap_or(&name).to_owned()
+    }
+}

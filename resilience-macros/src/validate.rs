@@ -1,0 +1,524 @@
+//! Turns the typed arguments and the fn's signature into a validated plan (the IR that
+//! [`expand`](crate::expand) generates code from), collecting every error on the way.
+
+use crate::args::{sym, Defaults, RetryArgs, Secs, Spanned};
+use crate::diag::Ctxt;
+use crate::item::ItemFn;
+use proc_macro2::Span;
+use syn::spanned::Spanned as _;
+use syn::visit_mut::VisitMut;
+use syn::{
+    FnArg, GenericArgument, LitStr, Path, PathArguments, ReturnType, Signature, Type,
+    TypeParamBound,
+};
+
+/// Everything the expansion needs, all checked.
+pub(crate) struct Plan {
+    /// Path of the facade (`::resilience` unless `crate = "…"`).
+    pub(crate) krate: Path,
+    pub(crate) service: LitStr,
+    pub(crate) operation: LitStr,
+    pub(crate) idempotent: bool,
+    pub(crate) declared: Declared,
+    pub(crate) shape: Shape,
+    /// What one attempt produces (`Result<T, E>`), with `impl Trait` erased to `_`.
+    pub(crate) attempt_ty: Type,
+    /// Where the error type `E` is written (or the whole `Result` type for aliases like
+    /// `io::Result<T>`): type errors about `E` are pointed there.
+    pub(crate) error_span: Span,
+    /// `E` when it can be named (`Result<T, E>` spelt out, no `impl Trait` in it).
+    pub(crate) error_ty: Option<Type>,
+}
+
+/// The code-declared settings (C13's "code" layer). `None`: not declared here.
+#[derive(Default)]
+pub(crate) struct Declared {
+    pub(crate) max_attempts: Option<u32>,
+    pub(crate) backoff: Option<Backoff>,
+    pub(crate) base_delay: Option<f64>,
+    pub(crate) max_delay: Option<f64>,
+    pub(crate) jitter: Option<bool>,
+    pub(crate) total_timeout: Option<f64>,
+}
+
+/// The backoff strategies, named as in config (R4).
+#[derive(Clone, Copy)]
+pub(crate) enum Backoff {
+    Exponential,
+    Linear,
+    Fixed,
+    Jitter,
+    None,
+}
+
+impl Backoff {
+    const NAMES: [&'static str; 5] = ["exponential", "linear", "fixed", "jitter", "none"];
+
+    fn from_name(s: &str) -> Option<Self> {
+        Some(match s {
+            "exponential" => Self::Exponential,
+            "linear" => Self::Linear,
+            "fixed" => Self::Fixed,
+            "jitter" => Self::Jitter,
+            "none" => Self::None,
+            _ => return None,
+        })
+    }
+}
+
+/// How the fn produces its result (R3: detected from the signature alone).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `fn … -> Result<T, E>`.
+    Sync,
+    /// `async fn … -> Result<T, E>`.
+    AsyncFn,
+    /// `fn … -> impl Future<Output = Result<T, E>>`.
+    ImplFuture,
+}
+
+/// The arguments only tune retries; without `idempotent` there are none to tune (M2).
+const TUNING: [&str; 5] = [
+    sym::MAX_ATTEMPTS,
+    sym::BACKOFF,
+    sym::BASE_DELAY,
+    sym::MAX_DELAY,
+    sym::JITTER,
+];
+
+/// Validates `args` for `item`. `None` if anything is wrong; the reasons are in `ctxt`.
+pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Option<Plan> {
+    let defaults = args.defaults.take();
+    let quiet = Ctxt::new();
+    let inherited = defaults.as_ref().map(|d| &d.args);
+
+    let idempotent = idempotency(&args, ctxt);
+    if !idempotent {
+        reject_tuning_without_idempotent(&args, ctxt);
+    }
+    let mine = Checked::of(&args, ctxt);
+    let theirs = inherited.map(|d| Checked::of(d, &quiet));
+    quiet.discard();
+
+    let service = service(&args, defaults.as_deref(), ctxt);
+    let operation = operation(&args, item, ctxt);
+    let krate = mine
+        .krate
+        .or_else(|| theirs.as_ref().and_then(|t| t.krate.clone()));
+    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::resilience));
+
+    let pick = |own: Option<f64>, inherited: fn(&Checked) -> Option<f64>| {
+        own.or_else(|| theirs.as_ref().and_then(inherited))
+    };
+    let mut declared = Declared {
+        total_timeout: pick(mine.total_timeout, |t| t.total_timeout),
+        ..Declared::default()
+    };
+    if idempotent {
+        // Inherited tuning applies only to fns that retry; writes ignore it.
+        declared.max_attempts = mine
+            .max_attempts
+            .or_else(|| theirs.as_ref().and_then(|t| t.max_attempts));
+        declared.backoff = mine
+            .backoff
+            .or_else(|| theirs.as_ref().and_then(|t| t.backoff));
+        declared.base_delay = pick(mine.base_delay, |t| t.base_delay);
+        declared.max_delay = pick(mine.max_delay, |t| t.max_delay);
+        declared.jitter = mine
+            .jitter
+            .or_else(|| theirs.as_ref().and_then(|t| t.jitter));
+    }
+
+    check_signature(&item.sig, idempotent, ctxt);
+    if item.body.is_none() {
+        ctxt.error(
+            item.sig.ident.span(),
+            "#[retry_service_operation] needs the fn's body: put it on the impl's method, not on the trait's declaration",
+        );
+    }
+    let output = classify_output(&item.sig, ctxt);
+
+    if ctxt.has_errors() {
+        return None;
+    }
+    let (shape, attempt_ty, error_span) = output?;
+    let error_ty = error_type(&attempt_ty);
+    Some(Plan {
+        krate,
+        service: service?,
+        operation,
+        idempotent,
+        declared,
+        shape,
+        attempt_ty,
+        error_span,
+        error_ty,
+    })
+}
+
+/// The value checks shared by the fn's own arguments and inherited defaults.
+#[derive(Default)]
+pub(crate) struct Checked {
+    pub(crate) krate: Option<Path>,
+    pub(crate) total_timeout: Option<f64>,
+    pub(crate) max_attempts: Option<u32>,
+    pub(crate) backoff: Option<Backoff>,
+    pub(crate) base_delay: Option<f64>,
+    pub(crate) max_delay: Option<f64>,
+    pub(crate) jitter: Option<bool>,
+}
+
+impl Checked {
+    pub(crate) fn of(args: &RetryArgs, ctxt: &Ctxt) -> Self {
+        Self {
+            krate: args.krate.as_ref().and_then(|k| crate_path(k, ctxt)),
+            total_timeout: args
+                .total_timeout
+                .as_ref()
+                .and_then(|s| seconds(sym::TOTAL_TIMEOUT, s, false, ctxt)),
+            max_attempts: args.max_attempts.as_ref().and_then(|n| attempts(n, ctxt)),
+            backoff: args.backoff.as_ref().and_then(|b| backoff(b, ctxt)),
+            base_delay: args
+                .base_delay
+                .as_ref()
+                .and_then(|s| seconds(sym::BASE_DELAY, s, true, ctxt)),
+            max_delay: args
+                .max_delay
+                .as_ref()
+                .and_then(|s| seconds(sym::MAX_DELAY, s, true, ctxt)),
+            jitter: args.jitter.as_ref().map(|j| j.value),
+        }
+    }
+}
+
+fn idempotency(args: &RetryArgs, ctxt: &Ctxt) -> bool {
+    if let (Some(_), Some(not)) = (&args.idempotent, &args.not_idempotent) {
+        ctxt.error(
+            not.key,
+            "`idempotent` and `not_idempotent` contradict each other: keep `idempotent` if running the operation twice is safe, otherwise keep `not_idempotent`",
+        );
+    }
+    args.idempotent.is_some() && args.not_idempotent.is_none()
+}
+
+/// M2: a retry-tuning argument on an operation that runs once is a mistake worth stopping.
+fn reject_tuning_without_idempotent(args: &RetryArgs, ctxt: &Ctxt) {
+    let given: [Option<Span>; 5] = [
+        args.max_attempts.as_ref().map(|a| a.key),
+        args.backoff.as_ref().map(|a| a.key),
+        args.base_delay.as_ref().map(|a| a.key),
+        args.max_delay.as_ref().map(|a| a.key),
+        args.jitter.as_ref().map(|a| a.key),
+    ];
+    let why = if args.not_idempotent.is_some() {
+        "this operation is marked `not_idempotent`, so it runs exactly once"
+    } else {
+        "this operation is not marked `idempotent`, so it runs exactly once"
+    };
+    for (name, span) in TUNING.iter().zip(given) {
+        if let Some(span) = span {
+            ctxt.error(
+                span,
+                format!(
+                    "`{name}` tunes retries, but {why}: add `idempotent` if running it twice has the same effect as once, or remove `{name}`"
+                ),
+            );
+        }
+    }
+}
+
+fn service(args: &RetryArgs, defaults: Option<&Defaults>, ctxt: &Ctxt) -> Option<LitStr> {
+    let own = args.service.as_ref();
+    let lit = own.or_else(|| defaults.and_then(|d| d.args.service.as_ref()));
+    match lit {
+        Some(s) if s.value.value().trim().is_empty() => {
+            // An inherited empty service was reported by #[service_defaults] already.
+            if own.is_some() {
+                ctxt.error(
+                    s.span,
+                    "`service` must not be empty: name the service this fn calls, e.g. `service = \"plan_service\"`",
+                );
+            }
+            None
+        }
+        Some(s) => Some(s.value.clone()),
+        None => {
+            // A `service` that was given but failed to type, or inherited defaults that had
+            // errors, were reported already; "missing" would only add noise.
+            let reported = args.given(sym::SERVICE) || defaults.is_some_and(|d| d.had_errors);
+            if !reported {
+                ctxt.error(
+                    Span::call_site(),
+                    "missing `service`: name the service this fn calls, e.g. `#[retry_service_operation(service = \"plan_service\")]`, or declare it once with `#[service_defaults(service = \"…\")]` on the enclosing impl or mod",
+                );
+            }
+            None
+        }
+    }
+}
+
+fn operation(args: &RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> LitStr {
+    match &args.operation {
+        Some(op) => {
+            if op.value.value().trim().is_empty() {
+                ctxt.error(
+                    op.span,
+                    "`operation` must not be empty: remove it to use the fn's name, or name the operation",
+                );
+            }
+            op.value.clone()
+        }
+        None => LitStr::new(&item.operation_name(), item.sig.ident.span()),
+    }
+}
+
+fn crate_path(k: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Path> {
+    match k.value.parse::<Path>() {
+        Ok(p) => Some(p),
+        Err(_) => {
+            ctxt.error(
+                k.span,
+                "`crate` must be a path to the resilience facade, e.g. `crate = \"::resilience\"` or `crate = \"my_crate::resilience\"`",
+            );
+            None
+        }
+    }
+}
+
+fn seconds(name: &str, s: &Spanned<Secs>, zero_ok: bool, ctxt: &Ctxt) -> Option<f64> {
+    let v = s.value;
+    let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
+    if !ok {
+        let rule = if zero_ok { ">= 0" } else { "> 0" };
+        ctxt.error(
+            s.span,
+            format!("`{name}` must be a finite number of seconds {rule}, got {v}"),
+        );
+        return None;
+    }
+    Some(v)
+}
+
+fn attempts(n: &Spanned<u64>, ctxt: &Ctxt) -> Option<u32> {
+    match u32::try_from(n.value) {
+        Ok(0) => {
+            ctxt.error(
+                n.span,
+                "`max_attempts = 0` would never run the operation: the count includes the first attempt, so use 1 or more (or remove `idempotent` to run it exactly once)",
+            );
+            None
+        }
+        Ok(v) => Some(v),
+        Err(_) => {
+            ctxt.error(
+                n.span,
+                format!("`max_attempts` must fit in a u32, got {}", n.value),
+            );
+            None
+        }
+    }
+}
+
+fn backoff(b: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Backoff> {
+    let name = b.value.value();
+    let found = Backoff::from_name(&name);
+    if found.is_none() {
+        let hint = match crate::args::closest(&name, &Backoff::NAMES) {
+            Some(best) => format!("did you mean `\"{best}\"`? "),
+            None => String::new(),
+        };
+        ctxt.error(
+            b.span,
+            format!(
+                "unknown backoff `\"{name}\"`: {hint}expected one of \"exponential\", \"linear\", \"fixed\", \"jitter\", \"none\""
+            ),
+        );
+    }
+    found
+}
+
+/// M3: shapes the attempt loop cannot wrap.
+fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
+    if let Some(c) = &sig.constness {
+        ctxt.error(
+            c.span,
+            "#[retry_service_operation] cannot guard a `const fn`: retries and the breaker run at run time; remove `const`",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        ctxt.error(
+            abi.extern_token.span,
+            "#[retry_service_operation] cannot guard an `extern` fn: guard a Rust fn and call it from the `extern` one",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        ctxt.error(
+            v.dots.spans[0],
+            "#[retry_service_operation] cannot guard a variadic fn",
+        );
+    }
+    if idempotent {
+        if let Some(FnArg::Receiver(r)) = sig.inputs.first() {
+            let by_value =
+                r.reference.is_none() && (r.colon_token.is_none() || is_self_type(&r.ty));
+            if by_value {
+                ctxt.error(
+                    r.self_token.span,
+                    "a retried fn cannot take `self` by value: the first attempt would consume it. Take `&self` or `&mut self`, or drop `idempotent` so the operation runs once",
+                );
+            }
+        }
+    }
+}
+
+fn is_self_type(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident("Self"))
+}
+
+/// R3: decides sync / async fn / `impl Future` from the signature, and checks the result is a
+/// `Result` (the framework reports its refusals through its error type).
+fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> {
+    const NEED: &str = "expected a `Result<T, E>` return type (or `impl Future<Output = Result<T, E>>`): the framework reports an open circuit or an exhausted deadline through `E: From<resilience::ResilienceError>`";
+    let ty = match &sig.output {
+        ReturnType::Type(_, ty) => &**ty,
+        ReturnType::Default => {
+            ctxt.error(
+                sig.ident.span(),
+                format!(
+                    "#[retry_service_operation] on `{}`, which returns `()`: {NEED}",
+                    sig.ident
+                ),
+            );
+            return None;
+        }
+    };
+    let (shape, result) = if sig.asyncness.is_some() {
+        (Shape::AsyncFn, ty)
+    } else if let Some(output) = future_output(ty) {
+        (Shape::ImplFuture, output)
+    } else {
+        (Shape::Sync, ty)
+    };
+    if !is_result(result) {
+        let alias = if last_segment(result).is_some_and(|s| s.ends_with("Result")) {
+            "; an alias of `Result` is recognised when it is named `Result` (e.g. `app::Result<T>`)"
+        } else {
+            ""
+        };
+        ctxt.error(
+            result.span(),
+            format!("#[retry_service_operation]: {NEED}{alias}"),
+        );
+        return None;
+    }
+    let mut erased = result.clone();
+    EraseImplTrait.visit_type_mut(&mut erased);
+    Some((shape, erased, error_span(result)))
+}
+
+/// `X` in `impl Future<Output = X> [+ …]`.
+fn future_output(ty: &Type) -> Option<&Type> {
+    let Type::ImplTrait(it) = ty else { return None };
+    it.bounds.iter().find_map(|b| {
+        let TypeParamBound::Trait(t) = b else {
+            return None;
+        };
+        let last = t.path.segments.last()?;
+        if last.ident != "Future" {
+            return None;
+        }
+        let PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        args.args.iter().find_map(|a| match a {
+            GenericArgument::AssocType(assoc) if assoc.ident == "Output" => Some(&assoc.ty),
+            _ => None,
+        })
+    })
+}
+
+fn last_segment(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// Any path whose last segment is `Result`: `Result<T, E>`, `io::Result<T>`,
+/// `anyhow::Result<T>`, `Self::Result`.
+fn is_result(ty: &Type) -> bool {
+    match ty {
+        Type::Group(g) => is_result(&g.elem),
+        Type::Paren(p) => is_result(&p.elem),
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
+        _ => false,
+    }
+}
+
+/// `E` in `…Result<T, E>`, unless it contains an erased `impl Trait` (`_`).
+fn error_type(erased: &Type) -> Option<Type> {
+    let Type::Path(p) = erased else { return None };
+    let PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    let types: Vec<&Type> = a
+        .args
+        .iter()
+        .filter_map(|g| match g {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let e = (*types.get(1)?).clone();
+    let mut finder = FindInfer(false);
+    finder.visit_type_mut(&mut e.clone());
+    (types.len() == 2 && !finder.0).then_some(e)
+}
+
+struct FindInfer(bool);
+
+impl VisitMut for FindInfer {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if matches!(ty, Type::Infer(_)) {
+            self.0 = true;
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
+    }
+}
+
+/// The span of `E` in `…Result<T, E>`, else of the type itself.
+fn error_span(ty: &Type) -> Span {
+    let last_type_arg = match ty {
+        Type::Path(p) => p.path.segments.last().and_then(|s| match &s.arguments {
+            PathArguments::AngleBracketed(a) => {
+                let types: Vec<&Type> = a
+                    .args
+                    .iter()
+                    .filter_map(|g| match g {
+                        GenericArgument::Type(t) => Some(t),
+                        _ => None,
+                    })
+                    .collect();
+                (types.len() >= 2).then(|| types[types.len() - 1].span())
+            }
+            _ => None,
+        }),
+        _ => None,
+    };
+    last_type_arg.unwrap_or_else(|| ty.span())
+}
+
+/// `impl Trait` cannot be named in a `let` annotation; `_` lets the compiler fill it in.
+struct EraseImplTrait;
+
+impl VisitMut for EraseImplTrait {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if let Type::ImplTrait(it) = ty {
+            *ty = Type::Infer(syn::TypeInfer {
+                underscore_token: syn::Token![_](it.impl_token.span),
+            });
+        } else {
+            syn::visit_mut::visit_type_mut(self, ty);
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! What annotated fns get from the runtime: the breaker (M2, B1), the nesting guard (R6), the
+//! total deadline (R7) and retry events (R8), observed through the attribute alone.
+//!
+//! These need the real drivers behind `resilience::__private` (the lead's runtime); against
+//! the branch's temporary stand-in, which only loops, they fail by design.
+//!
+//! No real sleeps: retrying fns use `backoff = "none"`, and the deadline test stops before
+//! its first backoff. Each test has its own services, so breakers never interact.
+
+mod macro_support;
+
+use macro_support::{ApiError, Attempts};
+use resilience::{retry_service_operation, ResilienceError};
+use std::sync::{Arc, Mutex};
+
+fn is_circuit_open(r: &Result<u32, ApiError>) -> bool {
+    matches!(
+        r,
+        Err(ApiError::Refused(ResilienceError::CircuitOpen { .. }))
+    )
+}
+
+/// Calls `f` until it reports an open circuit (at most 100 times); returns that call's number
+/// and how many times the body had run when it returned.
+fn call_until_open(f: impl Fn() -> Result<u32, ApiError>, body: &Attempts) -> (u32, u32) {
+    for call in 1..=100 {
+        if is_circuit_open(&f()) {
+            return (call, body.count());
+        }
+    }
+    panic!("the breaker never opened after 100 failing calls");
+}
+
+static WRITES: Attempts = Attempts::new();
+
+#[retry_service_operation(service = "rt_breaker_write")]
+fn failing_write() -> Result<u32, ApiError> {
+    Err(ApiError::Flaky(WRITES.next()))
+}
+
+#[test]
+fn m2_write_runs_through_the_breaker_which_opens_and_then_rejects_without_running_it() {
+    let (refused_call, ran) = call_until_open(failing_write, &WRITES);
+    // One body run per call until the breaker opened (B1: after `failure_threshold` failures);
+    // the refused call itself did not run it…
+    assert_eq!(ran, refused_call - 1);
+    // …and the refused calls did not run the body.
+    assert!(is_circuit_open(&failing_write()));
+    assert_eq!(WRITES.count(), ran);
+}
+
+static READS: Attempts = Attempts::new();
+
+#[retry_service_operation(
+    service = "rt_breaker_read",
+    idempotent,
+    max_attempts = 2,
+    backoff = "none"
+)]
+fn failing_read() -> Result<u32, ApiError> {
+    Err(ApiError::Flaky(READS.next()))
+}
+
+#[test]
+fn m1_retried_fn_attempts_each_pass_the_breaker() {
+    // The failure that opens the circuit ends the retry loop: the next attempt is refused
+    // (B6), so the call that reports the open circuit ran its body at most once more.
+    let (_, ran) = call_until_open(failing_read, &READS);
+    assert!(ran >= 1);
+    // Once open, a call is refused before its first attempt.
+    assert!(is_circuit_open(&failing_read()));
+    assert_eq!(READS.count(), ran, "a refused call must not run the body");
+}
+
+static INNER: Attempts = Attempts::new();
+static OUTER: Attempts = Attempts::new();
+
+#[retry_service_operation(
+    service = "rt_nested_inner",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none"
+)]
+fn inner_call() -> Result<u32, ApiError> {
+    Err(ApiError::Flaky(INNER.next()))
+}
+
+#[retry_service_operation(
+    service = "rt_nested_outer",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none"
+)]
+fn outer_call() -> Result<u32, ApiError> {
+    OUTER.next();
+    inner_call()
+}
+
+#[test]
+fn r6_nested_guarded_call_runs_once_per_outer_attempt() {
+    assert!(outer_call().is_err());
+    assert_eq!(OUTER.count(), 3);
+    // 3 outer attempts × 1 inner run, not 3 × 3.
+    assert_eq!(INNER.count(), 3);
+}
+
+static INNER_ASYNC: Attempts = Attempts::new();
+static OUTER_ASYNC: Attempts = Attempts::new();
+
+#[retry_service_operation(
+    service = "rt_nested_inner_async",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none"
+)]
+async fn inner_async() -> Result<u32, ApiError> {
+    tokio::task::yield_now().await;
+    Err(ApiError::Flaky(INNER_ASYNC.next()))
+}
+
+#[retry_service_operation(
+    service = "rt_nested_outer_async",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none"
+)]
+async fn outer_async() -> Result<u32, ApiError> {
+    OUTER_ASYNC.next();
+    tokio::task::yield_now().await;
+    inner_async().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r6_nested_async_guarded_call_runs_once_per_outer_attempt() {
+    assert!(outer_async().await.is_err());
+    assert_eq!(OUTER_ASYNC.count(), 3);
+    assert_eq!(INNER_ASYNC.count(), 3);
+}
+
+static SLOW: Attempts = Attempts::new();
+
+// The first backoff (0.2 s) would end past the 0.05 s budget, so none is scheduled.
+#[retry_service_operation(
+    service = "rt_deadline",
+    idempotent,
+    max_attempts = 10,
+    backoff = "fixed",
+    base_delay = 0.2,
+    total_timeout = 0.05
+)]
+fn bounded() -> Result<u32, ApiError> {
+    Err(ApiError::Flaky(SLOW.next()))
+}
+
+#[test]
+fn r7_total_timeout_from_the_attribute_bounds_the_retry_loop() {
+    assert_eq!(bounded(), Err(ApiError::Flaky(1)));
+    assert_eq!(SLOW.count(), 1);
+}
+
+/// Collects formatted `tracing` output.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("capture lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+static EVENTS: Attempts = Attempts::new();
+
+#[retry_service_operation(service = "rt_events", idempotent, max_attempts = 2, backoff = "none")]
+fn fetch_report() -> Result<u32, ApiError> {
+    EVENTS.fail_until(2)
+}
+
+#[test]
+fn r8_retry_events_name_the_service_and_the_fn_as_operation() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, fetch_report);
+    assert_eq!(out, Ok(2));
+    let text =
+        String::from_utf8(captured.0.lock().expect("capture lock").clone()).expect("utf-8 log");
+    assert!(text.contains("rt_events"), "no service in: {text}");
+    assert!(text.contains("fetch_report"), "no operation in: {text}");
+    assert!(
+        text.contains("flaky failure on attempt 1"),
+        "no error in: {text}"
+    );
+}
