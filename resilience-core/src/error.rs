@@ -157,3 +157,15 @@ pub(crate) fn secs_to_duration(field: &'static str, secs: f64) -> Result<Duratio
     Duration::try_from_secs_f64(secs)
         .map_err(|_| PolicyError::new(field, secs, "is too large to be a duration"))
 }
+
+/// Lets fns returning `std::io::Result` be guarded: a refusal becomes an `io::Error` whose
+/// kind says what happened and whose source is the [`ResilienceError`].
+impl From<ResilienceError> for std::io::Error {
+    fn from(e: ResilienceError) -> Self {
+        let kind = match e {
+            ResilienceError::TotalTimeout { .. } => std::io::ErrorKind::TimedOut,
+            _ => std::io::ErrorKind::Other,
+        };
+        std::io::Error::new(kind, e)
+    }
+}

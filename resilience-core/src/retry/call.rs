@@ -3,8 +3,11 @@
 
 use super::classify::{AllTransient, Classifier};
 use super::driver::{AsyncLoop, SyncLoop};
+use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
+use super::nesting::{current_depth, AtDepth, DepthGuard};
+use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use std::fmt;
 use std::future::Future;
@@ -104,6 +107,57 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     #[inline]
     pub fn async_loop(self) -> AsyncLoop<'a, C> {
         AsyncLoop::new(self)
+    }
+
+    /// Runs a sync operation exactly once through the breaker, whatever the policy says: the
+    /// entry point for writes. The closure is `FnOnce`, so it may consume its captures.
+    #[inline]
+    pub fn run_once<T, E>(self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<ResilienceError> + fmt::Display,
+    {
+        let _nested = DepthGuard::enter();
+        let permit = self.acquire_once()?;
+        let result = attempt();
+        self.finish_once(permit, &result);
+        result
+    }
+
+    /// Runs an async operation exactly once through the breaker (see
+    /// [`run_once`](Self::run_once)). Dropping the future mid-flight gives a half-open probe
+    /// slot back (B5).
+    pub async fn run_once_async<T, E, F>(self, attempt: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<ResilienceError> + fmt::Display,
+    {
+        let inner = current_depth().saturating_add(1);
+        let permit = self.acquire_once()?;
+        let result = AtDepth::new(inner, attempt).await;
+        self.finish_once(permit, &result);
+        result
+    }
+
+    #[inline]
+    fn acquire_once<E: From<ResilienceError>>(&self) -> Result<Option<BreakerPermit<'a>>, E> {
+        match &self.guard.breaker {
+            None => Ok(None),
+            Some(b) => b.acquire().map(Some).map_err(E::from),
+        }
+    }
+
+    #[inline]
+    fn finish_once<T, E: fmt::Display>(&self, permit: Option<BreakerPermit<'a>>, r: &Result<T, E>) {
+        if let Some(p) = permit {
+            if r.is_ok() {
+                p.success();
+            } else {
+                p.failure();
+            }
+        }
+        if let Err(e) = r {
+            events::giving_up(&self.guard.service, self.operation, 1, e, "single_attempt");
+        }
     }
 
     /// Runs a sync operation: once, or with retries when allowed (see [`Call`]).
