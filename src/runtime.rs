@@ -4,7 +4,7 @@ use crate::site::CallSite;
 use parking_lot::{Mutex, RwLock};
 use resilience_config::{CodeDeclared, Config, Diagnostic, DiagnosticKind};
 use resilience_core::clock::Clock;
-use resilience_core::registry::{Registry, ServicePolicy};
+use resilience_core::registry::{Registry, RegistryBuilder, ServicePolicy};
 use resilience_core::retry::{RetryPolicy, ServiceGuard};
 use resilience_core::sleep::{AsyncSleeper, Sleeper};
 use std::fmt;
@@ -104,12 +104,10 @@ impl Runtime {
 
     /// Starts building a runtime with injected time.
     pub fn builder(config: Config) -> RuntimeBuilder {
+        let source = config.clone();
         RuntimeBuilder {
             config,
-            clock: None,
-            sleeper: None,
-            async_sleeper: None,
-            jitter_seed: None,
+            registry: Registry::builder(move |service: &str| service_policy(&source, service)),
         }
     }
 
@@ -201,59 +199,46 @@ impl fmt::Debug for Runtime {
     }
 }
 
-/// Builds a [`Runtime`] with injected time.
+/// Builds a [`Runtime`] with injected time; the settings go to its [`Registry`].
 pub struct RuntimeBuilder {
     config: Config,
-    clock: Option<Arc<dyn Clock>>,
-    sleeper: Option<Arc<dyn Sleeper>>,
-    async_sleeper: Option<Arc<dyn AsyncSleeper>>,
-    jitter_seed: Option<u64>,
+    registry: RegistryBuilder,
 }
 
 impl RuntimeBuilder {
     /// The clock for breakers and deadlines.
     #[must_use]
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
-        self
+    pub fn clock(self, clock: Arc<dyn Clock>) -> Self {
+        self.map(|r| r.clock(clock))
     }
     /// The sleeper for sync backoff.
     #[must_use]
-    pub fn sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
-        self.sleeper = Some(sleeper);
-        self
+    pub fn sleeper(self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.map(|r| r.sleeper(sleeper))
     }
     /// The sleeper for async backoff and deadlines.
     #[must_use]
-    pub fn async_sleeper(mut self, sleeper: Arc<dyn AsyncSleeper>) -> Self {
-        self.async_sleeper = Some(sleeper);
-        self
+    pub fn async_sleeper(self, sleeper: Arc<dyn AsyncSleeper>) -> Self {
+        self.map(|r| r.async_sleeper(sleeper))
     }
     /// Seeds jitter everywhere.
     #[must_use]
-    pub fn jitter_seed(mut self, seed: u64) -> Self {
-        self.jitter_seed = Some(seed);
-        self
+    pub fn jitter_seed(self, seed: u64) -> Self {
+        self.map(|r| r.jitter_seed(seed))
     }
+
+    fn map(self, f: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> Self {
+        Self {
+            config: self.config,
+            registry: f(self.registry),
+        }
+    }
+
     /// Builds the runtime.
     pub fn build(self) -> Runtime {
-        let source = self.config.clone();
-        let mut b = Registry::builder(move |service: &str| service_policy(&source, service));
-        if let Some(c) = self.clock {
-            b = b.clock(c);
-        }
-        if let Some(s) = self.sleeper {
-            b = b.sleeper(s);
-        }
-        if let Some(s) = self.async_sleeper {
-            b = b.async_sleeper(s);
-        }
-        if let Some(seed) = self.jitter_seed {
-            b = b.jitter_seed(seed);
-        }
         Runtime {
             config: RwLock::new(self.config),
-            registry: b.build(),
+            registry: self.registry.build(),
             sites: Mutex::default(),
         }
     }
