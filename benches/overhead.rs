@@ -35,6 +35,16 @@ fn operation(x: u64) -> Result<u64, BenchError> {
     Ok(black_box(x).wrapping_mul(31))
 }
 
+#[resilience::retry_service_operation(service = "bench_service", idempotent)]
+fn annotated(x: u64) -> Result<u64, BenchError> {
+    operation(x)
+}
+
+#[resilience::retry_service_operation(service = "bench_service", idempotent)]
+async fn annotated_async(x: u64) -> Result<u64, BenchError> {
+    operation(x)
+}
+
 /// Polls a future that is ready on its first poll, with no runtime in the way.
 fn poll_ready<F: Future>(fut: F) -> F::Output {
     let mut cx = Context::from_waker(Waker::noop());
@@ -74,6 +84,9 @@ fn sync_paths(c: &mut Criterion) {
             }
         })
     });
+    g.bench_function("resilience_annotated_fn", |b| {
+        b.iter(|| annotated(black_box(7)))
+    });
     g.bench_function("backon_blocking_retry", |b| {
         use backon::{BlockingRetryable, ExponentialBuilder};
         b.iter(|| {
@@ -104,6 +117,9 @@ fn async_paths(c: &mut Criterion) {
                     .run_async(|| async { operation(black_box(7)) }),
             )
         })
+    });
+    g.bench_function("resilience_annotated_fn", |b| {
+        b.iter(|| poll_ready(annotated_async(black_box(7))))
     });
     g.bench_function("backon_retry", |b| {
         use backon::{ExponentialBuilder, Retryable};
