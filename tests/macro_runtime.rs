@@ -8,6 +8,8 @@
 //! its first backoff. Each test has its own services, so breakers never interact.
 
 mod macro_support;
+#[path = "../resilience-core/tests/support/thread_subscriber.rs"]
+mod thread_subscriber;
 
 use macro_support::{ApiError, Attempts};
 use resilience::{retry_service_operation, ResilienceError};
@@ -188,7 +190,7 @@ fn r8_retry_events_name_the_service_and_the_fn_as_operation() {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    let out = tracing::subscriber::with_default(subscriber, fetch_report);
+    let out = thread_subscriber::with_thread_subscriber(subscriber, fetch_report);
     assert_eq!(out, Ok(2));
     let text =
         String::from_utf8(captured.0.lock().expect("capture lock").clone()).expect("utf-8 log");

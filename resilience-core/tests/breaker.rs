@@ -17,6 +17,8 @@ use std::time::Duration;
 
 #[path = "breaker_support/capture.rs"]
 mod capture;
+#[path = "support/thread_subscriber.rs"]
+mod thread_subscriber;
 use capture::Capture;
 
 const SVC: &str = "plan_service";

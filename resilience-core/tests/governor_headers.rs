@@ -2,6 +2,8 @@
 //! fields; malformed values are ignored with a debug event and never panic; the 403 rules.
 
 mod governor_support;
+#[path = "support/thread_subscriber.rs"]
+mod thread_subscriber;
 
 use governor_support::*;
 use proptest::prelude::*;
@@ -54,7 +56,7 @@ fn a_malformed_header_is_ignored_with_a_debug_event_naming_it() {
         header: "x-ratelimit-remaining",
         hits: hits.clone(),
     };
-    let obs = tracing::subscriber::with_default(sub, || {
+    let obs = thread_subscriber::with_thread_subscriber(sub, || {
         Observation::from_headers(200, [("x-ratelimit-remaining", "lots")])
     });
     assert_eq!(hits.load(Ordering::SeqCst), 1);

@@ -247,7 +247,7 @@ fn closure_classifier_needs_no_trait_impl() {
 fn r8_every_failed_attempt_emits_an_event_with_sanitized_error() {
     let recorder = Recorder::default();
     let h = harness(exp_policy(3));
-    tracing::subscriber::with_default(recorder.clone(), || {
+    support::thread_subscriber::with_thread_subscriber(recorder.clone(), || {
         let _: Result<(), TestError> = h.guard.call("get_plan").idempotent().run(|| {
             Err(op_err(
                 "connect failed: postgres://admin:hunter2@db:5432/plans",

@@ -1,6 +1,9 @@
 //! Shared test helpers: an env map and a `tracing` capture.
 #![allow(dead_code)]
 
+#[path = "../../../resilience-core/tests/support/thread_subscriber.rs"]
+mod thread_subscriber;
+
 use resilience_config::Config;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -96,7 +99,7 @@ impl Subscriber for Capture {
 /// Runs `f` with a subscriber that records every event on this thread.
 pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<Captured>) {
     let cap = Capture::default();
-    let out = tracing::subscriber::with_default(cap.clone(), f);
+    let out = thread_subscriber::with_thread_subscriber(cap.clone(), f);
     let events = cap.0.lock().map(|v| v.clone()).unwrap_or_default();
     (out, events)
 }

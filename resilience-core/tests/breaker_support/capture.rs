@@ -62,7 +62,7 @@ impl Capture {
 
     /// Runs `f` with this subscriber as the thread's default.
     pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
-        tracing::subscriber::with_default(Sink(Arc::clone(&self.0)), f)
+        super::thread_subscriber::with_thread_subscriber(Sink(Arc::clone(&self.0)), f)
     }
 
     /// Breaker events whose message is `message`.

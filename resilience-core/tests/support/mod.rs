@@ -1,6 +1,8 @@
 //! Shared test support: a test error type, a guard on manual time, and an event recorder.
 #![allow(dead_code)]
 
+pub mod thread_subscriber;
+
 use resilience_core::clock::ManualClock;
 use resilience_core::retry::{RetryPolicy, ServiceGuard};
 use resilience_core::sleep::ManualSleeper;
