@@ -101,7 +101,7 @@ impl Local {
     }
 
     /// Applies a reply. `reported` is the offline spending the request reported.
-    pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, ttl: Duration, margin: Duration) {
+    pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, margin: Duration) {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
         if r.status == crate::script::FENCED {
@@ -149,7 +149,9 @@ impl Local {
                 .max(t.recv_at + Duration::from_millis(block));
         }
         if r.epoch != 0 && r.epoch == self.epoch {
-            let until = (t.sent_at + ttl).saturating_sub(margin);
+            // The lease was renewed no earlier than the request was sent.
+            let left = Duration::from_millis(r.lease_left_ms);
+            let until = (t.sent_at + left).saturating_sub(margin);
             self.lease_until = self.lease_until.max(until);
         }
     }
@@ -210,6 +212,7 @@ mod tests {
             window_ms: 60_000,
             reset_at_ms: 1_000_000 + 30_000,
             now_ms: 1_000_000,
+            lease_left_ms: 10_000,
             ..Reply::default()
         }
     }
@@ -228,7 +231,7 @@ mod tests {
         let mut l = Local::default();
         let sent = at(&clock, 1);
         clock.advance(Duration::from_secs(1)); // a slow reply: the deadline still counts from sending
-        l.apply(&reply(10, 5, 3), sent, 0, TTL, MARGIN);
+        l.apply(&reply(10, 5, 3), sent, 0, MARGIN);
         assert_eq!(l.offline_until(), TTL - MARGIN);
         assert!(l.offline_acquire(2, clock.now()).is_ok());
         assert_eq!(l.reserved(), 1);
@@ -249,7 +252,7 @@ mod tests {
         let mut l = Local::default();
         let mut r = reply(10, 5, 50);
         r.reset_at_ms = r.now_ms + 2_000; // the window resets in 2 s, before the lease
-        l.apply(&r, at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&r, at(&clock, 1), 0, MARGIN);
         clock.advance(Duration::from_millis(1_999));
         assert!(l.offline_acquire(1, clock.now()).is_ok());
         clock.advance(Duration::from_millis(1));
@@ -263,9 +266,9 @@ mod tests {
     fn g7_stale_replies_never_raise_the_reservation() {
         let clock = ManualClock::new();
         let mut l = Local::default();
-        l.apply(&reply(12, 5, 4), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(12, 5, 4), at(&clock, 1), 0, MARGIN);
         // An older reply (lower ops) arriving late carries a larger reservation.
-        l.apply(&reply(11, 5, 9), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(11, 5, 9), at(&clock, 1), 0, MARGIN);
         assert_eq!(l.reserved(), 4);
     }
 
@@ -273,13 +276,13 @@ mod tests {
     fn g7_a_lost_acquire_counts_as_paid_from_the_reservation_until_a_newer_connection_answers() {
         let clock = ManualClock::new();
         let mut l = Local::default();
-        l.apply(&reply(10, 5, 6), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(10, 5, 6), at(&clock, 1), 0, MARGIN);
         l.lost_acquire(4, 1);
         assert_eq!(l.reserved(), 2);
         // A reply on the same connection may predate the lost call: still uncertain.
-        l.apply(&reply(11, 5, 6), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(11, 5, 6), at(&clock, 1), 0, MARGIN);
         assert_eq!(l.reserved(), 2);
-        l.apply(&reply(12, 5, 6), at(&clock, 2), 0, TTL, MARGIN);
+        l.apply(&reply(12, 5, 6), at(&clock, 2), 0, MARGIN);
         assert_eq!(l.reserved(), 6);
     }
 
@@ -287,7 +290,7 @@ mod tests {
     fn g7_offline_spending_is_netted_until_reported_and_released_only_before() {
         let clock = ManualClock::new();
         let mut l = Local::default();
-        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
         let g1 = l.offline_acquire(3, clock.now()).expect("share");
         let _g2 = l.offline_acquire(2, clock.now()).expect("share");
         l.offline_release(2, g1, 7);
@@ -295,10 +298,10 @@ mod tests {
         let report = l.take_report();
         assert_eq!(report, 3);
         // A reply that did not carry the report (the server still counts 10) stays netted.
-        l.apply(&reply(11, 5, 10), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(11, 5, 10), at(&clock, 1), 0, MARGIN);
         assert_eq!(l.reserved(), 7);
         // The renewal that reported 3: the server now says 7, nothing left unreported.
-        l.apply(&reply(12, 5, 7), at(&clock, 1), report, TTL, MARGIN);
+        l.apply(&reply(12, 5, 7), at(&clock, 1), report, MARGIN);
         assert_eq!((l.reserved(), l.offline_unreported), (7, 0));
         // Returning a grant whose spending was reported must not credit it again.
         l.offline_release(3, g1, 7);
@@ -309,7 +312,7 @@ mod tests {
     fn g7_a_failed_report_is_reported_again_and_stays_netted() {
         let clock = ManualClock::new();
         let mut l = Local::default();
-        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
         let g = l.offline_acquire(4, clock.now()).expect("share");
         let x = l.take_report();
         assert_eq!((x, l.reserved()), (4, 6));
@@ -325,18 +328,18 @@ mod tests {
     fn g7_fenced_or_new_epoch_drops_the_old_reservation() {
         let clock = ManualClock::new();
         let mut l = Local::default();
-        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
         let fenced = Reply {
             status: crate::script::FENCED,
             ..Reply::default()
         };
-        l.apply(&fenced, at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&fenced, at(&clock, 1), 0, MARGIN);
         assert_eq!(l.reserved(), 0);
         assert_eq!(
             l.offline_acquire(1, clock.now()),
             Err(OfflineRefusal::NoShare)
         );
-        l.apply(&reply(11, 6, 2), at(&clock, 1), 0, TTL, MARGIN);
+        l.apply(&reply(11, 6, 2), at(&clock, 1), 0, MARGIN);
         assert_eq!((l.epoch, l.reserved()), (6, 2));
         assert!(l.offline_acquire(1, clock.now()).is_ok());
     }
@@ -356,7 +359,6 @@ mod tests {
                 ..sent
             },
             0,
-            TTL,
             MARGIN,
         );
         assert_eq!(

@@ -225,8 +225,7 @@ impl Inner {
         let mut l = res.local.lock();
         match result {
             Ok(Some(reply)) => {
-                let (ttl, margin) = (self.cfg.lease_ttl, self.cfg.lease_margin);
-                l.apply(&reply, timing, report, ttl, margin);
+                l.apply(&reply, timing, report, self.cfg.lease_margin);
                 Ok(reply)
             }
             Ok(None) => {

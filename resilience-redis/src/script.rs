@@ -141,11 +141,13 @@ pub(crate) struct Reply {
     pub held: u64,
     pub reserved_total: u64,
     pub window_ms: u64,
+    /// Time the caller's lease has left, on the server's clock.
+    pub lease_left_ms: u64,
 }
 
 impl Reply {
     fn from_ints(v: &[i64]) -> Option<Self> {
-        if v.len() < 19 {
+        if v.len() < 20 {
             return None;
         }
         let u = |i: usize| u64::try_from(v[i]).unwrap_or(0);
@@ -169,6 +171,7 @@ impl Reply {
             held: u(16),
             reserved_total: u(17),
             window_ms: u(18),
+            lease_left_ms: u(19),
         })
     }
 }
@@ -252,11 +255,11 @@ mod tests {
         let f = Fixed::new("app", "core");
         assert!(f.keys.iter().all(|k| k.starts_with("{app:core}:")));
         assert_eq!(f.channel, "app:ev:core");
-        let mut v = vec![1_i64; 19];
+        let mut v = vec![1_i64; 20];
         v[2] = -5;
-        let r = Reply::from_ints(&v).expect("19 fields");
+        let r = Reply::from_ints(&v).expect("20 fields");
         assert_eq!((r.status, r.wait_ms, r.from_reserve), (GO, 0, true));
-        assert!(Reply::from_ints(&v[..18]).is_none());
+        assert!(Reply::from_ints(&v[..19]).is_none());
         assert_eq!(script().get_hash().len(), 40);
     }
 }

@@ -134,13 +134,17 @@ impl RedisServer {
 
     /// `calls` of one command in `INFO commandstats` (0 if never called).
     pub fn calls(&self, command: &str) -> u64 {
-        let info = self.cmd("INFO commandstats").unwrap_or_default();
+        self.stat(command, "calls").map_or(0, |v| v as u64)
+    }
+
+    /// One field (`calls`, `usec_per_call`, ...) of a command in `INFO commandstats`.
+    pub fn stat(&self, command: &str, field: &str) -> Option<f64> {
+        let info = self.cmd("INFO commandstats")?;
         info.lines()
             .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
-            .and_then(|l| l.split("calls=").nth(1))
+            .and_then(|l| l.split(&format!("{field}=")).nth(1))
             .and_then(|v| v.split(',').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+            .and_then(|v| v.trim().parse().ok())
     }
 }
 
