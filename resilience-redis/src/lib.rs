@@ -79,12 +79,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! With a local [`Governor`](resilience_core::governor::Governor), acquire from the governor
-//! first (priority order and pacing in this process), then from the shared quota; release
-//! both if either refuses; observe both.
+//! With a local [`Governor`](resilience_core::governor::Governor), [`acquire_shared`] asks the
+//! governor first (priority order and pacing in this process), then the shared quota at the
+//! priority granted; the [`SharedPermit`] observes (or releases) both.
 
 mod config;
 mod error;
+mod governed;
 mod grant;
 mod link;
 mod local;
@@ -97,6 +98,7 @@ mod wait;
 
 pub use config::{OnLoss, QuotaSpec, RedisQuotaConfig, WaitPolicy};
 pub use error::{safe_url, RedisQuotaError};
+pub use governed::{acquire_shared, SharedPermit};
 pub use grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
