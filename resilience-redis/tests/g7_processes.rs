@@ -111,6 +111,7 @@ fn g7_outage_processes_degrade_recover_and_overspend_nothing() {
     std::thread::sleep(Duration::from_millis(1_300));
     srv.restart();
     let r = collect(children, outs);
+    eprintln!("g7 outage: {r:?}");
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_eq!(
         r.per_window.len(),
