@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 /// What went wrong with the shared quota. Every message names the Redis URL without its
-/// password, and server text goes through [`resilience_core::sanitize`].
+/// password, and server text goes through [`resilience_core::sanitize()`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RedisQuotaError {
