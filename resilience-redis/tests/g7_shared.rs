@@ -329,3 +329,24 @@ async fn g7_an_outage_is_logged_once_with_the_safe_url_and_so_is_the_rejoin() {
     let _ = go(q.try_acquire(1).await.expect("acquire after the rejoin"));
     assert_eq!(logs.count("rejoined"), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g5_an_idle_holder_keeps_its_lease_through_the_heartbeat() {
+    let Some(srv) = server() else { return };
+    let p = prefix("beat");
+    let ca = cfg(&srv.url, &p, "idle").lease_ttl(MS(600));
+    let (_ra, a) = quota(ca, 100, MS(60_000)).await;
+    let epoch = a.snapshot().await.expect("snapshot").epoch;
+    let (_rb, b) = quota(cfg(&srv.url, &p, "busy"), 100, MS(60_000)).await;
+    // Three TTLs of silence from "idle"; "busy" keeps calling (and would reap it).
+    for _ in 0..18 {
+        tokio::time::sleep(MS(100)).await;
+        let _ = b.snapshot().await.expect("snapshot");
+    }
+    assert_eq!(b.snapshot().await.expect("snapshot").members, 2);
+    assert_eq!(
+        a.snapshot().await.expect("snapshot").epoch,
+        epoch,
+        "same lease"
+    );
+}
