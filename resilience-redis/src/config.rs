@@ -1,0 +1,296 @@
+//! Settings: where Redis is, who this process is, what happens when Redis is lost, and each
+//! shared resource's quota.
+
+use crate::error::RedisQuotaError;
+use std::time::Duration;
+
+/// What a process does while Redis is unreachable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnLoss {
+    /// Refuse every acquire ([`RedisQuotaError::Unavailable`]) until Redis is back. Nothing
+    /// is spent that Redis did not grant.
+    FailClosed,
+    /// Spend this process's reservation: a share of the quota set aside for it in Redis while
+    /// it was connected (so no other process can have been granted it), until its lease would
+    /// have expired or the window ends, whichever comes first; then refuse. Logged once per
+    /// outage; the process rejoins (and reports what it spent) when Redis returns.
+    #[default]
+    Degraded,
+}
+
+/// How a waiter learns that it may ask again (G6 windows, pub/sub, poll bound).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitPolicy {
+    /// G6: after a block, each priority asks again at a uniform draw in its window past the
+    /// block's end: P0 `[0, 0.5 s)`, P1 `[0.5, 3.5 s)`, P2 `[3.5, 9.5 s)`.
+    pub windows: [(Duration, Duration); 3],
+    /// Longest sleep between two asks while waiting for quota (jittered to ×[0.5, 1.0]):
+    /// the bound on how late a waiter can be if a pub/sub message is lost.
+    pub poll: Duration,
+    /// On a pub/sub wake-up (quota returned), a waiter of priority `p` waits a uniform draw
+    /// in `[p, p + 1) × wake_jitter` first, so higher priorities ask first.
+    pub wake_jitter: Duration,
+    /// G6: how long a secondary limit without `retry-after` blocks the resource (GitHub's
+    /// documented minute).
+    pub secondary_block: Duration,
+}
+
+impl Default for WaitPolicy {
+    fn default() -> Self {
+        let ms = Duration::from_millis;
+        Self {
+            windows: [
+                (ms(0), ms(500)),
+                (ms(500), ms(3_500)),
+                (ms(3_500), ms(9_500)),
+            ],
+            poll: Duration::from_secs(1),
+            wake_jitter: ms(20),
+            secondary_block: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Connection and behaviour settings for a [`RedisQuota`](crate::RedisQuota).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisQuotaConfig {
+    /// `redis://[user:password@]host:port[/db]`. Logged and reported without the password.
+    pub url: String,
+    /// Prefix of every key and channel; processes sharing a quota use the same one.
+    pub prefix: String,
+    /// This process's name in the leases; unique per process. Default: host, pid, random.
+    pub node: String,
+    /// G5/G7 lease: a process silent this long loses its lease (and its epoch is fenced).
+    pub lease_ttl: Duration,
+    /// Renewal period of the background heartbeat (default `lease_ttl / 3`).
+    pub heartbeat: Duration,
+    /// Subtracted from the lease on this host's clock before spending offline, for clock
+    /// rate drift between hosts.
+    pub lease_margin: Duration,
+    /// Behaviour while Redis is unreachable.
+    pub on_loss: OnLoss,
+    /// Share of the pool set aside, across all processes, as reservations (per mille).
+    /// Each process tops its reservation up to `pool × share / processes`.
+    pub reserve_share_permille: u32,
+    /// Cap on one process's reservation.
+    pub reserve_max: u64,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Timeout of one script call; past it, Redis counts as lost.
+    pub io_timeout: Duration,
+    /// Delay between two reconnection attempts while Redis is lost (jittered ×[0.5, 1.5]).
+    pub reconnect_every: Duration,
+    /// Waiting behaviour.
+    pub wait: WaitPolicy,
+}
+
+impl RedisQuotaConfig {
+    /// Defaults for `url`: lease 2 min (G5), degraded mode with a 10% reservation share.
+    pub fn new(url: impl Into<String>) -> Self {
+        let lease_ttl = Duration::from_secs(120);
+        Self {
+            url: url.into(),
+            prefix: "resilience".into(),
+            node: default_node(),
+            lease_ttl,
+            heartbeat: lease_ttl / 3,
+            lease_margin: Duration::from_millis(250),
+            on_loss: OnLoss::Degraded,
+            reserve_share_permille: 100,
+            reserve_max: u64::MAX / 4,
+            connect_timeout: Duration::from_secs(2),
+            io_timeout: Duration::from_secs(1),
+            reconnect_every: Duration::from_millis(500),
+            wait: WaitPolicy::default(),
+        }
+    }
+
+    /// Sets the key prefix.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Names this process.
+    pub fn node(mut self, node: impl Into<String>) -> Self {
+        self.node = node.into();
+        self
+    }
+
+    /// Sets the lease TTL and a heartbeat of a third of it.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self.heartbeat = ttl / 3;
+        self
+    }
+
+    /// Sets the behaviour while Redis is unreachable.
+    pub fn on_loss(mut self, on_loss: OnLoss) -> Self {
+        self.on_loss = on_loss;
+        self
+    }
+
+    /// Sets the reservation share (per mille of the pool, across processes).
+    pub fn reserve_share_permille(mut self, permille: u32) -> Self {
+        self.reserve_share_permille = permille;
+        self
+    }
+
+    /// Sets the timeout of one call and of connecting.
+    pub fn timeouts(mut self, connect: Duration, io: Duration) -> Self {
+        self.connect_timeout = connect;
+        self.io_timeout = io;
+        self
+    }
+
+    /// Sets the delay between reconnection attempts.
+    pub fn reconnect_every(mut self, every: Duration) -> Self {
+        self.reconnect_every = every;
+        self
+    }
+
+    /// Sets the waiting behaviour.
+    pub fn wait(mut self, wait: WaitPolicy) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Checks every setting; errors name the field.
+    pub fn validate(&self) -> Result<(), RedisQuotaError> {
+        let bad = |field: &'static str, reason: &str| {
+            Err(RedisQuotaError::Config {
+                field,
+                reason: reason.to_owned(),
+            })
+        };
+        if !valid_name(&self.prefix) {
+            return bad("prefix", "1-64 of [A-Za-z0-9_.-]");
+        }
+        if self.node.is_empty() || self.node.len() > 128 || self.node.contains([' ', ':']) {
+            return bad("node", "1-128 characters, no space or ':'");
+        }
+        let ms = |d: Duration| d.as_millis();
+        if ms(self.lease_ttl) < 100 || self.lease_ttl > Duration::from_secs(86_400) {
+            return bad("lease_ttl", "between 100 ms and 24 h");
+        }
+        if self.heartbeat.is_zero() || self.heartbeat >= self.lease_ttl {
+            return bad("heartbeat", "above zero and below lease_ttl");
+        }
+        if self.lease_margin >= self.lease_ttl {
+            return bad("lease_margin", "below lease_ttl");
+        }
+        if self.reserve_share_permille > 1000 {
+            return bad("reserve_share_permille", "at most 1000");
+        }
+        for (field, d) in [
+            ("connect_timeout", self.connect_timeout),
+            ("io_timeout", self.io_timeout),
+            ("reconnect_every", self.reconnect_every),
+            ("wait.poll", self.wait.poll),
+        ] {
+            if d.is_zero() {
+                return bad(field, "above zero");
+            }
+        }
+        if self.wait.windows.iter().any(|(a, b)| a > b) {
+            return bad("wait.windows", "each window's start at or before its end");
+        }
+        Ok(())
+    }
+}
+
+/// One shared quota bucket, as the first process to use it creates it in Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaSpec {
+    /// Quota per window (updated by `x-ratelimit-limit` readings).
+    pub limit: u64,
+    /// Window length; a window starts at its first grant unless a reset header says when.
+    pub window: Duration,
+}
+
+impl QuotaSpec {
+    /// `limit` per `window`.
+    pub const fn new(limit: u64, window: Duration) -> Self {
+        Self { limit, window }
+    }
+
+    /// GitHub's primary limit: 5 000 requests per hour.
+    pub const fn github() -> Self {
+        Self::new(5_000, Duration::from_secs(3_600))
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), RedisQuotaError> {
+        if self.limit == 0 || self.limit > 1 << 50 {
+            return Err(RedisQuotaError::Config {
+                field: "limit",
+                reason: "between 1 and 2^50".into(),
+            });
+        }
+        if self.window.as_millis() < 10 || self.window > Duration::from_secs(366 * 86_400) {
+            return Err(RedisQuotaError::Config {
+                field: "window",
+                reason: "between 10 ms and a year".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Key prefixes and resource names: safe inside a hash tag and a channel pattern.
+pub(crate) fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+fn default_node() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
+                .take(64)
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    format!("{host}-{}-{:08x}", std::process::id(), fastrand::u32(..))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g7_config_errors_name_the_field() {
+        let base = RedisQuotaConfig::new("redis://127.0.0.1:1");
+        assert!(base.validate().is_ok());
+        let e = base.clone().prefix("a b").validate().unwrap_err();
+        assert!(e.to_string().contains("prefix"), "{e}");
+        let e = base
+            .clone()
+            .lease_ttl(Duration::from_millis(5))
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("lease_ttl"), "{e}");
+        let e = base.clone().node("a:b").validate().unwrap_err();
+        assert!(e.to_string().contains("node"), "{e}");
+        let e = QuotaSpec::new(0, Duration::from_secs(1))
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("limit"), "{e}");
+        assert!(valid_name("core") && !valid_name("{core}") && !valid_name(""));
+    }
+
+    #[test]
+    fn g7_default_node_names_are_unique_and_valid() {
+        let (a, b) = (default_node(), default_node());
+        assert_ne!(a, b);
+        let cfg = RedisQuotaConfig::new("redis://x").node(a);
+        assert!(cfg.validate().is_ok());
+    }
+}

@@ -1,0 +1,173 @@
+//! [`RedisQuotaError`] and the URL form safe to show.
+
+use resilience_core::ResilienceError;
+use std::fmt;
+use std::time::Duration;
+
+/// What went wrong with the shared quota. Every message names the Redis URL without its
+/// password, and server text goes through [`resilience_core::sanitize()`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedisQuotaError {
+    /// Redis could not be reached (or the script not loaded) at start.
+    Connect {
+        /// The URL, password removed.
+        url: String,
+        /// Why, sanitized.
+        reason: String,
+    },
+    /// Redis is unreachable and this process may not spend (fail-closed, or its degraded
+    /// share is spent or its lease would have expired).
+    Unavailable {
+        /// The URL, password removed.
+        url: String,
+        /// When asking again can succeed.
+        retry_after: Duration,
+    },
+    /// The cost is above the resource's whole limit: no window can grant it.
+    CostTooLarge {
+        /// The resource.
+        resource: String,
+        /// Requested cost.
+        cost: u32,
+        /// The quota per window.
+        limit: u64,
+    },
+    /// Waiting would exceed the caller's bound.
+    WaitTooLong {
+        /// The resource.
+        resource: String,
+        /// How long the wait would have been at least.
+        wait: Duration,
+    },
+    /// A setting is invalid.
+    Config {
+        /// The setting.
+        field: &'static str,
+        /// What is expected.
+        reason: String,
+    },
+    /// Redis answered with an error (not a lost connection), sanitized.
+    Server {
+        /// The URL, password removed.
+        url: String,
+        /// The error text, sanitized.
+        message: String,
+    },
+}
+
+impl fmt::Display for RedisQuotaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect { url, reason } => {
+                write!(
+                    f,
+                    "cannot reach Redis at {url} for the shared quota: {reason}"
+                )
+            }
+            Self::Unavailable { url, retry_after } => write!(
+                f,
+                "Redis at {url} is unreachable and no local share is left; retry in {:.3}s",
+                retry_after.as_secs_f64()
+            ),
+            Self::CostTooLarge {
+                resource,
+                cost,
+                limit,
+            } => write!(
+                f,
+                "cost {cost} is above the whole quota of `{resource}` ({limit} per window)"
+            ),
+            Self::WaitTooLong { resource, wait } => write!(
+                f,
+                "`{resource}`: the wait ({:.3}s) exceeds the caller's bound",
+                wait.as_secs_f64()
+            ),
+            Self::Config { field, reason } => {
+                write!(
+                    f,
+                    "invalid shared-quota setting `{field}`: expected {reason}"
+                )
+            }
+            Self::Server { url, message } => write!(f, "Redis at {url} answered: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RedisQuotaError {}
+
+impl From<RedisQuotaError> for ResilienceError {
+    /// A shared-quota refusal is the governor shedding the call.
+    fn from(e: RedisQuotaError) -> Self {
+        let (resource, retry_after) = match &e {
+            RedisQuotaError::Unavailable { retry_after, .. } => ("redis".into(), *retry_after),
+            RedisQuotaError::WaitTooLong { resource, wait } => (resource.as_str().into(), *wait),
+            RedisQuotaError::CostTooLarge { resource, .. } => {
+                (resource.as_str().into(), Duration::MAX)
+            }
+            _ => ("redis".into(), Duration::from_secs(1)),
+        };
+        ResilienceError::GovernorShed {
+            resource,
+            retry_after,
+        }
+    }
+}
+
+/// `url` without its password (and without anything unparsable after the scheme).
+pub fn safe_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "<unparsable redis url>".into();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            if user.is_empty() {
+                format!("***@{host}")
+            } else {
+                format!("{user}:***@{host}")
+            }
+        }
+        None => authority.to_owned(),
+    };
+    // Query strings may carry credentials too.
+    let path = path.split('?').next().unwrap_or("");
+    format!("{scheme}://{host}{path}")
+}
+
+/// Server or I/O error text, safe for logs and errors.
+pub(crate) fn clean(e: &redis::RedisError) -> String {
+    resilience_core::sanitize(&e.to_string()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g7_urls_are_shown_without_password() {
+        assert_eq!(
+            safe_url("redis://alice:s3cret@cache:6379/2"),
+            "redis://alice:***@cache:6379/2"
+        );
+        assert_eq!(
+            safe_url("rediss://:hunter2@10.0.0.1:6380"),
+            "rediss://***@10.0.0.1:6380"
+        );
+        assert_eq!(
+            safe_url("redis://127.0.0.1:6379/0?password=x"),
+            "redis://127.0.0.1:6379/0"
+        );
+        assert_eq!(safe_url("nonsense"), "<unparsable redis url>");
+        let e = RedisQuotaError::Connect {
+            url: safe_url("redis://u:pw@h:1"),
+            reason: "refused".into(),
+        };
+        assert!(!e.to_string().contains("pw@"), "{e}");
+        assert!(e.to_string().contains("redis://u:***@h:1"), "{e}");
+    }
+}

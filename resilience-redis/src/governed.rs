@@ -1,0 +1,95 @@
+//! The adapter between a process's [`Governor`] and the shared quota: acquire from the
+//! governor (priority order, pacing, every local pattern), then from Redis (the quota and
+//! block every process shares); observe both.
+
+use crate::grant::QuotaGrant;
+use crate::resource::SharedQuota;
+use resilience_core::governor::{
+    AgentId, Governor, Observation, ObserveOutcome, Permit, Priority, Request, ResourceId,
+};
+use resilience_core::ResilienceError;
+
+/// A call allowed by the local governor and by the shared quota. Observe the response with
+/// [`observe`](Self::observe), or [`release`](Self::release) it if the call was not made;
+/// dropping it releases both (the shared grant from a spawned task).
+#[derive(Debug)]
+#[must_use = "make the call, then observe the response"]
+pub struct SharedPermit<'g> {
+    permit: Option<Permit<'g>>,
+    grant: Option<QuotaGrant>,
+    quota: SharedQuota,
+}
+
+impl SharedPermit<'_> {
+    /// The shared grant (its epoch, window, ...).
+    pub fn shared(&self) -> Option<&QuotaGrant> {
+        self.grant.as_ref()
+    }
+
+    /// The local permit.
+    pub fn local(&self) -> Option<&Permit<'_>> {
+        self.permit.as_ref()
+    }
+
+    /// Reports the response to both: the local governor's patterns learn from it, and its
+    /// quota reading or rate limit reaches every process. A failure to reach Redis is
+    /// not an error here (the block is kept locally).
+    pub async fn observe(mut self, observation: &Observation) -> ObserveOutcome {
+        let outcome = match self.permit.take() {
+            Some(p) => p.observe(observation),
+            None => ObserveOutcome::default(),
+        };
+        let grant = self.grant.take();
+        if let Err(e) = self.quota.observe(grant, observation).await {
+            tracing::warn!(resource = %self.quota.name(), error = %e, "shared quota: observation not recorded");
+        }
+        outcome
+    }
+
+    /// Returns both grants (the call was not made).
+    pub async fn release(mut self) {
+        drop(self.permit.take());
+        if let Some(g) = self.grant.take() {
+            let _ = self.quota.release(g).await;
+        }
+    }
+}
+
+impl Drop for SharedPermit<'_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.grant.take() {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let quota = self.quota.clone();
+                rt.spawn(async move {
+                    let _ = quota.release(g).await;
+                });
+            }
+        }
+    }
+}
+
+/// Acquires one call from `governor` (waiting as [`Governor::acquire`] does), then from the
+/// shared quota at the priority the governor granted (after any G2 promotion), within what
+/// is left of the request's `max_wait`. A shared refusal releases the local permit and is
+/// returned as [`ResilienceError::GovernorShed`].
+pub async fn acquire_shared<'g>(
+    governor: &'g Governor,
+    quota: &SharedQuota,
+    agent: AgentId,
+    resource: ResourceId,
+    request: Request<'_>,
+) -> Result<SharedPermit<'g>, ResilienceError> {
+    let permit = governor.acquire(agent, resource, request).await?;
+    let priority = permit.grant().map_or(Priority::P1, |g| g.priority());
+    let max_wait = request
+        .max_wait()
+        .map(|m| m.saturating_sub(permit.waited()));
+    let grant = quota
+        .acquire_within(request.cost(), priority, max_wait)
+        .await?;
+    Ok(SharedPermit {
+        permit: Some(permit),
+        grant: Some(grant),
+        quota: quota.clone(),
+    })
+}

@@ -1,0 +1,134 @@
+//! What the shared quota answers: grants (with their fencing epoch), waits, snapshots.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Permission to spend `cost` of a shared resource's quota. Carries the fencing epoch of the
+/// lease it was granted under: releasing or observing it after that lease expired is refused.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "observe the response or release the grant"]
+pub struct QuotaGrant {
+    pub(crate) resource: Arc<str>,
+    pub(crate) cost: u32,
+    pub(crate) epoch: u64,
+    pub(crate) window: u64,
+    pub(crate) reset_at_ms: u64,
+    pub(crate) ledger: u64,
+    pub(crate) from_reserve: bool,
+    /// `Some(generation)` for a grant spent offline from the reservation (degraded mode).
+    pub(crate) offline: Option<u64>,
+}
+
+impl QuotaGrant {
+    /// The resource.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+    /// The quota spent.
+    pub fn cost(&self) -> u32 {
+        self.cost
+    }
+    /// The fencing epoch of the lease it was granted under.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// The server's id of the window it was granted in (changes at every reset).
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+    /// The window's reset, in ms of the Redis server's clock: the same for every grant of one
+    /// window, on every host.
+    pub fn reset_at_ms(&self) -> u64 {
+        self.reset_at_ms
+    }
+    /// Whether it was paid from this process's reservation rather than the pool.
+    pub fn from_reserve(&self) -> bool {
+        self.from_reserve
+    }
+    /// Whether it was granted offline (degraded mode, Redis unreachable).
+    pub fn is_offline(&self) -> bool {
+        self.offline.is_some()
+    }
+}
+
+/// Why a request must wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QuotaWaitReason {
+    /// G6: the resource is blocked after a rate limit, on every host.
+    Blocked,
+    /// The window's quota is spent (pool and this process's reservation).
+    Exhausted,
+    /// Redis lost its data and the state is being rebuilt from the processes' reports; the
+    /// pool opens when they have all rejoined, or after one lease TTL.
+    Recovering,
+}
+
+/// Wait, then ask again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaWait {
+    /// How long until asking again can succeed (the block's end, the reset, ...).
+    pub delay: Duration,
+    /// Why.
+    pub reason: QuotaWaitReason,
+}
+
+/// The answer to one acquire.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a Go holds quota until observed or released"]
+pub enum QuotaDecision {
+    /// Spend it.
+    Go(QuotaGrant),
+    /// Not now.
+    Wait(QuotaWait),
+}
+
+/// How a release or observation was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Applied to the shared state.
+    Applied,
+    /// Refused: the grant's epoch is stale (its lease expired). Nothing was credited, and
+    /// the observation's quota reading was ignored (a block it carried still counts).
+    Fenced,
+    /// Applied to this process's offline share only (Redis unreachable or offline grant).
+    Local,
+}
+
+/// Whether this process talks to Redis right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Connected.
+    Connected,
+    /// Redis is unreachable: spending the local share ([`OnLoss::Degraded`](crate::OnLoss)).
+    Degraded,
+    /// Redis is unreachable: refusing ([`OnLoss::FailClosed`](crate::OnLoss)).
+    Closed,
+}
+
+/// A resource's shared state, as Redis reports it (or the last report, offline).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaSnapshot {
+    /// Quota per window.
+    pub limit: u64,
+    /// Unreserved quota left in the window.
+    pub pool: u64,
+    /// This process's reservation (net of offline spending).
+    pub reserved: u64,
+    /// All live reservations.
+    pub reserved_total: u64,
+    /// Reservations of expired degraded leases, held until their holder reports or the
+    /// window ends.
+    pub held: u64,
+    /// Processes holding a lease.
+    pub members: u64,
+    /// This process's fencing epoch (0: no lease).
+    pub epoch: u64,
+    /// The window's id.
+    pub window: u64,
+    /// Time to the reset, once the window is anchored.
+    pub reset_in: Option<Duration>,
+    /// G6: time left in the shared block.
+    pub blocked_for: Option<Duration>,
+    /// The link.
+    pub link: LinkState,
+}

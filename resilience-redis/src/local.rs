@@ -1,0 +1,371 @@
+//! This process's view of one shared resource: its lease and epoch, what it may spend
+//! offline, and the deadlines (on this host's monotonic clock) that keep offline spending
+//! safe. Pure logic, no I/O.
+//!
+//! Conservative by construction: a deadline derived from a reply starts at the moment the
+//! request was *sent* (the server's lease and window began no earlier), a block ends at the
+//! moment the reply was *received* plus what was left of it (it ends no earlier), and a
+//! reservation is counted net of everything that may have been spent from it without a reply.
+
+use crate::script::{Reply, View};
+use std::time::Duration;
+
+/// A reply's timing on this host's clock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub sent_at: Duration,
+    pub recv_at: Duration,
+    /// Connection generation the request went out on.
+    pub conn: u64,
+}
+
+/// Why an offline acquire was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OfflineRefusal {
+    /// Blocked (G6) until this long from now.
+    Blocked(Duration),
+    /// No lease, the lease would have expired, the window ended, or the share is spent.
+    NoShare,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Local {
+    pub epoch: u64,
+    pub window: u64,
+    pub ops: u64,
+    pub limit: u64,
+    pub window_ms: u64,
+    pub reset_at_ms: u64,
+    pub pool: u64,
+    pub members: u64,
+    pub held: u64,
+    pub reserved_total: u64,
+    /// The reservation as the server last reported it.
+    server_reserved: u64,
+    /// Spent offline and not yet reported.
+    pub offline_unreported: u64,
+    /// Spent offline, reported by a call whose reply has not come back.
+    reporting: u64,
+    /// Bumped when offline spending goes out in a report: older offline grants can no longer
+    /// be returned locally.
+    pub offline_gen: u64,
+    /// Acquires whose reply was lost: the server may have paid them from the reservation.
+    uncertain: u64,
+    uncertain_conn: u64,
+    lease_until: Duration,
+    window_until: Duration,
+    block_until: Duration,
+}
+
+impl Local {
+    /// What this process may still spend offline.
+    pub fn reserved(&self) -> u64 {
+        self.server_reserved
+            .saturating_sub(self.offline_unreported)
+            .saturating_sub(self.reporting)
+            .saturating_sub(self.uncertain)
+    }
+
+    /// Moves the unreported offline spending into a report for the next call.
+    pub fn take_report(&mut self) -> u64 {
+        let x = std::mem::take(&mut self.offline_unreported);
+        if x > 0 {
+            self.reporting += x;
+            self.offline_gen += 1;
+        }
+        x
+    }
+
+    /// The call carrying a report failed: report it again later (reporting twice only makes
+    /// the server hold less for us).
+    pub fn unreport(&mut self, x: u64) {
+        self.reporting = self.reporting.saturating_sub(x);
+        self.offline_unreported += x;
+    }
+
+    /// What this process knows, sent with a call (`offline_spent` is the report).
+    pub fn view(&self, report: u64) -> View {
+        View {
+            epoch: self.epoch,
+            reset_at_ms: self.reset_at_ms,
+            pool: self.pool,
+            members: self.members,
+            offline_spent: report,
+            local_reserved: self.reserved(),
+        }
+    }
+
+    /// Until when (local clock) offline spending is allowed.
+    pub fn offline_until(&self) -> Duration {
+        self.lease_until.min(self.window_until)
+    }
+
+    /// Applies a reply. `reported` is the offline spending the request reported.
+    pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, margin: Duration) {
+        // The server settled the report, whatever order replies arrive in.
+        self.reporting = self.reporting.saturating_sub(reported);
+        if r.status == crate::script::FENCED {
+            // Our epoch is stale: nothing is ours to spend until a new lease is granted.
+            self.server_reserved = 0;
+            self.lease_until = Duration::ZERO;
+            return;
+        }
+        if t.conn > self.uncertain_conn {
+            // Lost replies went out on an older connection, closed before this one opened:
+            // the server has settled them, and this reply counts them.
+            self.uncertain = 0;
+        }
+        if r.ops > self.ops {
+            if r.epoch != 0 && r.epoch != self.epoch {
+                self.uncertain = 0;
+                self.lease_until = Duration::ZERO;
+                self.epoch = r.epoch;
+            }
+            if r.window != self.window {
+                // Offline spending of an older window says nothing about this one.
+                self.offline_unreported = 0;
+                self.uncertain = 0;
+                self.window = r.window;
+            }
+            self.ops = r.ops;
+            self.server_reserved = if r.epoch == 0 { 0 } else { r.reserved };
+            self.limit = r.limit;
+            self.window_ms = r.window_ms;
+            self.reset_at_ms = r.reset_at_ms;
+            self.pool = r.pool;
+            self.members = r.members;
+            self.held = r.held;
+            self.reserved_total = r.reserved_total;
+            let to_reset = if r.reset_at_ms > 0 {
+                r.reset_at_ms.saturating_sub(r.now_ms)
+            } else {
+                // Not anchored yet: it ends no earlier than a full window from now.
+                r.window_ms
+            };
+            self.window_until = t.sent_at + Duration::from_millis(to_reset);
+            let block = r.block_until_ms.saturating_sub(r.now_ms);
+            self.block_until = self
+                .block_until
+                .max(t.recv_at + Duration::from_millis(block));
+        }
+        if r.epoch != 0 && r.epoch == self.epoch {
+            // The lease was renewed no earlier than the request was sent.
+            let left = Duration::from_millis(r.lease_left_ms);
+            let until = (t.sent_at + left).saturating_sub(margin);
+            self.lease_until = self.lease_until.max(until);
+        }
+    }
+
+    /// A call whose reply never came.
+    pub fn lost_acquire(&mut self, cost: u32, conn: u64) {
+        self.uncertain = self.uncertain.saturating_add(u64::from(cost));
+        self.uncertain_conn = self.uncertain_conn.max(conn);
+    }
+
+    /// Spends `cost` of the reservation without Redis; returns the offline generation.
+    pub fn offline_acquire(&mut self, cost: u32, now: Duration) -> Result<u64, OfflineRefusal> {
+        if now < self.block_until {
+            return Err(OfflineRefusal::Blocked(self.block_until - now));
+        }
+        if self.epoch == 0 || now >= self.offline_until() || self.reserved() < u64::from(cost) {
+            return Err(OfflineRefusal::NoShare);
+        }
+        self.offline_unreported += u64::from(cost);
+        Ok(self.offline_gen)
+    }
+
+    /// Returns an unused offline grant, if its spending has not been reported yet.
+    pub fn offline_release(&mut self, cost: u32, gen: u64, window: u64) {
+        if gen == self.offline_gen && window == self.window {
+            self.offline_unreported = self.offline_unreported.saturating_sub(u64::from(cost));
+        }
+    }
+
+    /// G6 while offline: extends the local block.
+    pub fn block_locally(&mut self, until: Duration) {
+        self.block_until = self.block_until.max(until);
+    }
+
+    /// Time left in the block, if any.
+    pub fn blocked_for(&self, now: Duration) -> Option<Duration> {
+        (now < self.block_until).then(|| self.block_until - now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::GO;
+    use resilience_core::clock::{Clock, ManualClock};
+
+    const TTL: Duration = Duration::from_secs(10);
+    const MARGIN: Duration = Duration::from_millis(250);
+
+    fn reply(ops: u64, epoch: u64, reserved: u64) -> Reply {
+        Reply {
+            status: GO,
+            epoch,
+            window: 7,
+            reserved,
+            ops,
+            limit: 100,
+            window_ms: 60_000,
+            reset_at_ms: 1_000_000 + 30_000,
+            now_ms: 1_000_000,
+            lease_left_ms: 10_000,
+            ..Reply::default()
+        }
+    }
+
+    fn at(clock: &ManualClock, conn: u64) -> Timing {
+        Timing {
+            sent_at: clock.now(),
+            recv_at: clock.now(),
+            conn,
+        }
+    }
+
+    #[test]
+    fn g7_offline_share_stops_at_the_lease_deadline_measured_from_sending() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        let sent = at(&clock, 1);
+        clock.advance(Duration::from_secs(1)); // a slow reply: the deadline still counts from sending
+        l.apply(&reply(10, 5, 3), sent, 0, MARGIN);
+        assert_eq!(l.offline_until(), TTL - MARGIN);
+        assert!(l.offline_acquire(2, clock.now()).is_ok());
+        assert_eq!(l.reserved(), 1);
+        assert_eq!(
+            l.offline_acquire(2, clock.now()),
+            Err(OfflineRefusal::NoShare)
+        );
+        clock.advance_to(TTL - MARGIN);
+        assert_eq!(
+            l.offline_acquire(1, clock.now()),
+            Err(OfflineRefusal::NoShare)
+        );
+    }
+
+    #[test]
+    fn g7_offline_share_ends_with_its_window() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        let mut r = reply(10, 5, 50);
+        r.reset_at_ms = r.now_ms + 2_000; // the window resets in 2 s, before the lease
+        l.apply(&r, at(&clock, 1), 0, MARGIN);
+        clock.advance(Duration::from_millis(1_999));
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(
+            l.offline_acquire(1, clock.now()),
+            Err(OfflineRefusal::NoShare)
+        );
+    }
+
+    #[test]
+    fn g7_stale_replies_never_raise_the_reservation() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(12, 5, 4), at(&clock, 1), 0, MARGIN);
+        // An older reply (lower ops) arriving late carries a larger reservation.
+        l.apply(&reply(11, 5, 9), at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.reserved(), 4);
+    }
+
+    #[test]
+    fn g7_a_lost_acquire_counts_as_paid_from_the_reservation_until_a_newer_connection_answers() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 6), at(&clock, 1), 0, MARGIN);
+        l.lost_acquire(4, 1);
+        assert_eq!(l.reserved(), 2);
+        // A reply on the same connection may predate the lost call: still uncertain.
+        l.apply(&reply(11, 5, 6), at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.reserved(), 2);
+        l.apply(&reply(12, 5, 6), at(&clock, 2), 0, MARGIN);
+        assert_eq!(l.reserved(), 6);
+    }
+
+    #[test]
+    fn g7_offline_spending_is_netted_until_reported_and_released_only_before() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
+        let g1 = l.offline_acquire(3, clock.now()).expect("share");
+        let _g2 = l.offline_acquire(2, clock.now()).expect("share");
+        l.offline_release(2, g1, 7);
+        assert_eq!(l.offline_unreported, 3);
+        let report = l.take_report();
+        assert_eq!(report, 3);
+        // A reply that did not carry the report (the server still counts 10) stays netted.
+        l.apply(&reply(11, 5, 10), at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.reserved(), 7);
+        // The renewal that reported 3: the server now says 7, nothing left unreported.
+        l.apply(&reply(12, 5, 7), at(&clock, 1), report, MARGIN);
+        assert_eq!((l.reserved(), l.offline_unreported), (7, 0));
+        // Returning a grant whose spending was reported must not credit it again.
+        l.offline_release(3, g1, 7);
+        assert_eq!(l.reserved(), 7);
+    }
+
+    #[test]
+    fn g7_a_failed_report_is_reported_again_and_stays_netted() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
+        let g = l.offline_acquire(4, clock.now()).expect("share");
+        let x = l.take_report();
+        assert_eq!((x, l.reserved()), (4, 6));
+        l.unreport(x);
+        assert_eq!((l.offline_unreported, l.reserved()), (4, 6));
+        // Reported once already: returning it locally could credit it twice.
+        l.offline_release(4, g, 7);
+        assert_eq!(l.reserved(), 6);
+        assert_eq!(l.view(0).local_reserved, 6);
+    }
+
+    #[test]
+    fn g7_fenced_or_new_epoch_drops_the_old_reservation() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
+        let fenced = Reply {
+            status: crate::script::FENCED,
+            ..Reply::default()
+        };
+        l.apply(&fenced, at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.reserved(), 0);
+        assert_eq!(
+            l.offline_acquire(1, clock.now()),
+            Err(OfflineRefusal::NoShare)
+        );
+        l.apply(&reply(11, 6, 2), at(&clock, 1), 0, MARGIN);
+        assert_eq!((l.epoch, l.reserved()), (6, 2));
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
+    }
+
+    #[test]
+    fn g7_offline_block_counts_from_receipt() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        let sent = at(&clock, 1);
+        clock.advance(Duration::from_millis(300));
+        let mut r = reply(10, 5, 10);
+        r.block_until_ms = r.now_ms + 1_000;
+        l.apply(
+            &r,
+            Timing {
+                recv_at: clock.now(),
+                ..sent
+            },
+            0,
+            MARGIN,
+        );
+        assert_eq!(
+            l.offline_acquire(1, clock.now()),
+            Err(OfflineRefusal::Blocked(Duration::from_secs(1)))
+        );
+        clock.advance(Duration::from_secs(1));
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
+    }
+}

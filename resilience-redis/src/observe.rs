@@ -1,0 +1,88 @@
+//! A response, as the script reads it: quota headers and the G6 block it calls for.
+
+use crate::config::RedisQuotaConfig;
+use crate::grant::QuotaGrant;
+use crate::quota::ms;
+use crate::script::ObserveArgs;
+use resilience_core::governor::{LimitKind, Observation, ResetAt, RetryAfter};
+
+/// Absolute times (`x-ratelimit-reset`, an HTTP-date `retry-after`) are passed as unix ms and
+/// compared with the Redis server's clock, never this host's.
+pub(crate) fn args(
+    obs: &Observation,
+    grant: Option<&QuotaGrant>,
+    window: u64,
+    cfg: &RedisQuotaConfig,
+) -> ObserveArgs {
+    let mut a = ObserveArgs {
+        ledger: grant.map_or(0, |g| g.ledger),
+        limit: obs.limit().unwrap_or(0),
+        remaining: obs.remaining(),
+        window,
+        ..ObserveArgs::default()
+    };
+    match obs.reset() {
+        Some(ResetAt::Epoch(s)) => a.reset_ms = s.saturating_mul(1000),
+        Some(ResetAt::After(s)) => a.reset_after_ms = s.saturating_mul(1000).max(1),
+        None => {}
+    }
+    if let Some(kind) = obs.limit_kind() {
+        a.exhausted = kind == LimitKind::Primary;
+        match obs.retry_after() {
+            Some(RetryAfter::Delay(d)) => a.block_ms = ms(d).max(1),
+            Some(RetryAfter::At(epoch)) => a.block_until_ms = epoch.saturating_mul(1000),
+            // A spent quota waits for the reset through the empty pool; a secondary limit
+            // without a hint waits GitHub's documented minute.
+            None if kind == LimitKind::Primary => {}
+            None => a.block_ms = ms(cfg.wait.secondary_block).max(1),
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn cfg() -> RedisQuotaConfig {
+        RedisQuotaConfig::new("redis://127.0.0.1:1")
+    }
+
+    #[test]
+    fn g7_g6_secondary_limit_blocks_for_retry_after_or_a_minute() {
+        let o =
+            Observation::from_headers(429, [("retry-after", "7"), ("x-ratelimit-remaining", "12")]);
+        let a = args(&o, None, 3, &cfg());
+        assert_eq!(
+            (a.block_ms, a.exhausted, a.remaining, a.window),
+            (7_000, false, Some(12), 3)
+        );
+        let o = Observation::from_headers(403, [("retry-after", "5")]);
+        assert_eq!(args(&o, None, 3, &cfg()).block_ms, 5_000);
+        let o = Observation::new(429).with_body("You have exceeded a secondary rate limit");
+        assert_eq!(args(&o, None, 3, &cfg()).block_ms, 60_000);
+    }
+
+    #[test]
+    fn g7_primary_limit_empties_the_pool_and_passes_the_reset_as_server_epoch() {
+        let o = Observation::from_headers(
+            403,
+            [
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "1700000000"),
+                ("x-ratelimit-limit", "5000"),
+            ],
+        );
+        let a = args(&o, None, 1, &cfg());
+        assert!(a.exhausted);
+        assert_eq!(
+            (a.reset_ms, a.limit, a.block_ms),
+            (1_700_000_000_000, 5000, 0)
+        );
+        let ok = Observation::from_headers(200, [("x-ratelimit-remaining", "10")]);
+        let a = args(&ok, None, 1, &cfg());
+        assert_eq!((a.exhausted, a.block_ms, a.remaining), (false, 0, Some(10)));
+        let _ = Duration::ZERO;
+    }
+}

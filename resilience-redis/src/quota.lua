@@ -1,0 +1,319 @@
+-- resilience-redis: one atomic step of the shared quota (G7). Called by hash (EVALSHA).
+--
+-- KEYS (one hash tag, so one cluster slot): 1 state hash, 2 leases hash, 3 lease expiry zset,
+-- 4 held hash (reservations of expired degraded leases), 5 rejoined set (rebuild only).
+-- ARGV: 1 op, 2 node, 3 epoch, 4 ttl_ms, 5 offline (1: the node may spend its reservation
+-- while Redis is unreachable), 6 limit, 7 window_ms, 8 reserve share (per mille), 9 reserve
+-- max, 10 view reset_at, 11 view pool, 12 view members, 13 offline spent to report,
+-- 14 local reservation (what the node still holds, for a rebuild), 15 channel, 16.. per op.
+-- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
+
+local K_Q, K_L, K_E, K_H, K_R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local op, node = ARGV[1], ARGV[2]
+local epoch = tonumber(ARGV[3])
+local ttl, offline = tonumber(ARGV[4]), tonumber(ARGV[5])
+local a_limit, a_window = tonumber(ARGV[6]), tonumber(ARGV[7])
+local share, rmax = tonumber(ARGV[8]), tonumber(ARGV[9])
+local v_reset, v_pool, v_members = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+local spent_off, local_res = tonumber(ARGV[13]), tonumber(ARGV[14])
+local channel = ARGV[15]
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local FIELDS = {'limit', 'window', 'pool', 'reset_at', 'win', 'ledger', 'applied', 'block_until',
+  'seq', 'ops', 'reserved', 'held', 'recover_until', 'expect', 'rebuilt', 'starved', 'members',
+  'next_reap'}
+local s = {}
+local raw = redis.call('HMGET', K_Q, unpack(FIELDS))
+for i, f in ipairs(FIELDS) do s[f] = tonumber(raw[i]) end
+if s.limit then
+  for _, f in ipairs(FIELDS) do s[f] = s[f] or 0 end
+end
+
+-- A missing state is a first use, or a Redis that lost its data. A node that knew a live
+-- window rebuilds it conservatively: the lowest pool any node saw, pool closed until every
+-- node it knew has rejoined or one lease TTL has passed.
+if not s.limit then
+  local base = now * 1000
+  s = {limit = a_limit, window = a_window, pool = a_limit, reset_at = 0, win = base,
+    ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
+    recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0}
+  if v_reset > now then
+    s.reset_at = v_reset
+    s.pool = math.max(0, math.min(v_pool, a_limit))
+    s.recover_until = now + ttl
+    s.expect = v_members
+    s.rebuilt = s.win
+    redis.call('DEL', K_L, K_E, K_H, K_R)
+  end
+end
+local orig = {}
+for i, f in ipairs(FIELDS) do orig[f] = raw[i] and s[f] end
+s.ops = s.ops + 1
+
+local function d(x) return string.format('%d', x) end
+
+local function publish()
+  if s.starved == 1 then
+    redis.call('PUBLISH', channel, 'q')
+    s.starved = 0
+  end
+end
+
+-- A lease: epoch, reservation, the window it belongs to, offline flag, expiry (server ms).
+local function decode(v)
+  if not v then return nil end
+  local e, r, w, o, x = string.match(v, '^(%d+):(%d+):(%d+):(%d):(%d+)$')
+  if not e then return nil end
+  local l = {epoch = tonumber(e), reserved = tonumber(r), win = tonumber(w), offline = tonumber(o),
+    exp = tonumber(x)}
+  l.raw = v
+  return l
+end
+
+local function encode(l)
+  return string.format('%d:%d:%d:%d:%d', l.epoch, l.reserved, l.win, l.offline, l.exp)
+end
+
+-- Renews a lease. Within the last sixteenth of a TTL the renewal is skipped (one write
+-- less on the hot path); the reply says how long the lease really has left.
+local function renew(n, l)
+  if now + ttl - l.exp > ttl / 16 then
+    l.exp = now + ttl
+    redis.call('ZADD', K_E, d(l.exp), n)
+  end
+end
+
+-- Ends a lease: its reservation goes back to the pool, unless the holder may have spent it
+-- offline; then it is held until the holder reports what it spent, or the window ends.
+local function retire(n, l)
+  if l.win == s.win and l.reserved > 0 then
+    s.reserved = s.reserved - l.reserved
+    if l.offline == 1 then
+      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), d(l.reserved))
+      s.held = s.held + l.reserved
+    else
+      s.pool = s.pool + l.reserved
+      publish()
+    end
+  end
+  redis.call('HDEL', K_L, n)
+  redis.call('ZREM', K_E, n)
+  s.members = math.max(0, s.members - 1)
+end
+
+-- A new window: every reservation and held share belonged to the old one.
+if s.reset_at > 0 and now >= s.reset_at then
+  s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
+  s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
+  redis.call('DEL', K_H, K_R)
+  local all = redis.call('HGETALL', K_L)
+  for i = 1, #all, 2 do
+    local l = decode(all[i + 1])
+    if l then
+      l.reserved, l.win = 0, s.win
+      redis.call('HSET', K_L, all[i], encode(l))
+    end
+  end
+  publish()
+end
+if s.recover_until > 0 and now >= s.recover_until then s.recover_until = 0 end
+local recovering = s.recover_until > 0
+
+-- Reap a bounded number of expired leases, at most every 50 ms (late reaping only keeps a
+-- reservation out of the pool a little longer).
+if now >= s.next_reap then
+  s.next_reap = now + 50
+  local dead = redis.call('ZRANGEBYSCORE', K_E, '-inf', d(now), 'LIMIT', 0, 16)
+  for _, n in ipairs(dead) do
+    local l = decode(redis.call('HGET', K_L, n))
+    if l then retire(n, l) else redis.call('ZREM', K_E, n) end
+  end
+  if #dead == 16 then s.next_reap = now end
+end
+
+local lease = nil
+local fresh = 0
+
+-- Renews the caller's lease, or settles its old epoch and starts a new one (a new epoch).
+local function join()
+  local l = decode(redis.call('HGET', K_L, node))
+  if l and l.epoch == epoch and epoch > 0 then
+    if l.win ~= s.win then l.reserved, l.win = 0, s.win end
+    local cut = math.min(spent_off, l.reserved)
+    l.reserved = l.reserved - cut
+    s.reserved = s.reserved - cut
+    lease = l
+  else
+    if l then retire(node, l) end
+    local adopt = 0
+    if epoch > 0 then
+      local hk = node .. ':' .. d(epoch)
+      local h = tonumber(redis.call('HGET', K_H, hk))
+      if h then
+        s.held = s.held - h
+        s.pool = s.pool + math.max(0, h - spent_off)
+        redis.call('HDEL', K_H, hk)
+        publish()
+      elseif s.rebuilt == s.win and v_reset == s.reset_at
+          and redis.call('SISMEMBER', K_R, node) == 0 then
+        -- Rebuild: the node keeps what it still holds (already outside every pool it saw).
+        adopt = math.max(0, local_res)
+        s.pool = math.min(s.pool, math.max(0, v_pool))
+      end
+    end
+    if s.rebuilt == s.win then
+      redis.call('SADD', K_R, node)
+      s.expect = math.max(s.expect, v_members)
+      if recovering and redis.call('SCARD', K_R) >= s.expect then
+        s.recover_until, recovering = 0, false
+      end
+    end
+    s.seq = s.seq + 1
+    l = {epoch = s.seq, reserved = adopt, win = s.win, offline = offline, exp = 0}
+    s.reserved = s.reserved + adopt
+    s.members = s.members + 1
+    fresh = 1
+    lease = l
+  end
+  lease.offline = offline
+  renew(node, lease)
+end
+
+-- Tops the caller's reservation up to its share of the pool (never while rebuilding).
+local function top_up()
+  if recovering or share <= 0 then return end
+  local members = math.max(1, s.members)
+  local target = math.min(rmax, math.floor(s.pool * share / 1000 / members))
+  if lease.reserved * 2 < target then
+    local take = math.min(target - lease.reserved, s.pool)
+    lease.reserved = lease.reserved + take
+    s.pool = s.pool - take
+    s.reserved = s.reserved + take
+  end
+end
+
+-- Reply: status, reason, wait_ms, epoch, win, ledger, from_reserve, reserved, pool, limit,
+-- reset_at, now, members, ops, block_until, fresh, held, reserved total, window.
+local status, reason, wait, from_res = 0, 0, 0, 0
+
+local function current_lease()
+  local l = decode(redis.call('HGET', K_L, node))
+  if l and l.epoch == epoch and epoch > 0 then
+    if l.win ~= s.win then l.reserved, l.win = 0, s.win end
+    lease = l
+    renew(node, l)
+    return true
+  end
+  return false
+end
+
+if op == 'acq' then
+  local cost = tonumber(ARGV[16])
+  join()
+  if cost > s.limit then
+    status, reason = 2, 4
+  elseif now < s.block_until then
+    status, reason, wait = 2, 1, s.block_until - now
+  else
+    if s.pool >= cost and not recovering then
+      s.pool = s.pool - cost
+      status = 1
+    elseif lease.reserved >= cost then
+      lease.reserved = lease.reserved - cost
+      s.reserved = s.reserved - cost
+      status, from_res = 1, 1
+    elseif recovering then
+      status, reason, wait = 2, 3, s.recover_until - now
+    else
+      status, reason = 2, 2
+      wait = (s.reset_at > 0) and (s.reset_at - now) or s.window
+      s.starved = 1
+    end
+    if status == 1 then
+      if s.reset_at == 0 then s.reset_at = now + s.window end
+      s.ledger = s.ledger + cost
+      top_up()
+    end
+  end
+elseif op == 'renew' then
+  join()
+  top_up()
+elseif op == 'rel' then
+  local cost, gwin, gres = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  if not current_lease() then
+    status = 3
+  elseif gwin == s.win then
+    if gres == 1 then
+      lease.reserved = lease.reserved + cost
+      s.reserved = s.reserved + cost
+    else
+      s.pool = math.min(s.limit, s.pool + cost)
+    end
+    publish()
+  end
+elseif op == 'obs' then
+  local g_ledger, h_limit, h_rem = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
+  local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
+  if reset_after > 0 then h_reset = now + reset_after end
+  local until_ = math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0)
+  if until_ > s.block_until then s.block_until = until_ end
+  if not current_lease() then
+    -- A stale holder's headers may describe quota it no longer owns: only its block counts.
+    status = 3
+  elseif gwin == s.win and not (h_reset > 0 and h_reset <= now) then
+    if h_limit > 0 then s.limit = h_limit end
+    if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then s.reset_at = h_reset end
+    if h_rem >= 0 then
+      local gl = (g_ledger > 0) and g_ledger or s.ledger
+      -- Calls granted after this one may not be counted in the reading yet.
+      local left = h_rem - (s.ledger - gl) - s.reserved - s.held
+      if gl >= s.applied then
+        s.pool = math.max(0, math.min(left, s.limit))
+        s.applied = gl
+      else
+        s.pool = math.max(0, math.min(s.pool, left))
+      end
+    end
+    if exhausted == 1 then s.pool = 0 end
+  end
+elseif op == 'block' then
+  local block_ms = tonumber(ARGV[16])
+  if now + block_ms > s.block_until then s.block_until = now + block_ms end
+  current_lease()
+elseif op == 'leave' then
+  if current_lease() then
+    local cut = math.min(spent_off, lease.reserved)
+    lease.reserved = lease.reserved - cut
+    s.reserved = s.reserved - cut
+    lease.offline = 0
+    retire(node, lease)
+    lease = nil
+  else
+    status = 3
+  end
+elseif op == 'snap' then
+  current_lease()
+else
+  return redis.error_reply('resilience-redis: unknown op ' .. tostring(op))
+end
+
+if lease then
+  local v = encode(lease)
+  if v ~= lease.raw then redis.call('HSET', K_L, node, v) end
+end
+-- Only the fields that changed are written.
+local out = {}
+for _, f in ipairs(FIELDS) do
+  if s[f] ~= orig[f] then
+    out[#out + 1] = f
+    out[#out + 1] = d(s[f])
+  end
+end
+if #out > 0 then redis.call('HSET', K_Q, unpack(out)) end
+
+return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
+  lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
+  s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0}

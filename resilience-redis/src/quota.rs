@@ -1,0 +1,298 @@
+//! [`RedisQuota`]: the connection, the per-resource states, and the two background tasks
+//! (the supervisor renewing leases and reconnecting, the pub/sub listener waking waiters).
+
+use crate::config::{valid_name, OnLoss, QuotaSpec, RedisQuotaConfig};
+use crate::error::RedisQuotaError;
+use crate::grant::LinkState;
+use crate::link::{is_loss, Link};
+use crate::local::{Local, Timing};
+use crate::resource::SharedQuota;
+use crate::script::{self, Fixed, Op, Reply};
+use parking_lot::Mutex;
+use redis::aio::MultiplexedConnection;
+use resilience_core::clock::{Clock, MonotonicClock};
+use resilience_core::sleep::{AsyncSleeper, TokioSleeper};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+/// A connection to the shared quota in Redis (G7). Cheap to clone; create resources with
+/// [`resource`](Self::resource). See the [crate docs](crate).
+#[derive(Clone)]
+pub struct RedisQuota {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for RedisQuota {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisQuota")
+            .field("link", &self.inner.link)
+            .field("node", &self.inner.cfg.node)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    pub cfg: RedisQuotaConfig,
+    pub link: Link,
+    pub clock: Arc<dyn Clock>,
+    pub sleeper: Arc<dyn AsyncSleeper>,
+    resources: Mutex<Vec<Arc<ResState>>>,
+    /// Since when Redis has been unreachable (this host's clock), once noticed.
+    outage: Mutex<Option<Duration>>,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for t in self.tasks.lock().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+/// One resource in this process.
+pub(crate) struct ResState {
+    pub name: Arc<str>,
+    pub fixed: Fixed,
+    pub local: Mutex<Local>,
+    /// Woken by pub/sub when quota is returned to the pool.
+    pub wake: Notify,
+}
+
+/// Why a call did not produce a reply.
+pub(crate) enum CallError {
+    /// Redis is unreachable (the connection was dropped).
+    Lost,
+    /// Redis answered with an error.
+    Server(RedisQuotaError),
+}
+
+impl RedisQuota {
+    /// Connects (inside a tokio runtime), loads the script and starts the background tasks.
+    /// An unreachable Redis is a [`RedisQuotaError::Connect`] naming the URL (no password).
+    pub async fn connect(config: RedisQuotaConfig) -> Result<Self, RedisQuotaError> {
+        Self::connect_with(
+            config,
+            Arc::new(MonotonicClock::new()),
+            Arc::new(TokioSleeper),
+        )
+        .await
+    }
+
+    /// As [`connect`](Self::connect), with this host's clock (lease and window deadlines for
+    /// offline spending) and the sleeper waits use.
+    pub async fn connect_with(
+        config: RedisQuotaConfig,
+        clock: Arc<dyn Clock>,
+        sleeper: Arc<dyn AsyncSleeper>,
+    ) -> Result<Self, RedisQuotaError> {
+        config.validate()?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| RedisQuotaError::Config {
+                field: "runtime",
+                reason: "to be called inside a tokio runtime".into(),
+            })?;
+        let link = Link::open(&config.url, config.connect_timeout, config.io_timeout).await?;
+        let inner = Arc::new(Inner {
+            cfg: config,
+            link,
+            clock,
+            sleeper,
+            resources: Mutex::new(Vec::new()),
+            outage: Mutex::new(None),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let weak = Arc::downgrade(&inner);
+        let supervisor = runtime.spawn(crate::tasks::supervise(weak.clone()));
+        let listener = runtime.spawn(crate::tasks::listen(weak));
+        inner
+            .tasks
+            .lock()
+            .extend([supervisor.abort_handle(), listener.abort_handle()]);
+        Ok(Self { inner })
+    }
+
+    /// The shared resource `name` (created in Redis with `spec` by its first user; later
+    /// users adopt the state already there). Joins at once, so this process's reservation is
+    /// set aside before it is needed; an unreachable Redis is not an error here.
+    pub async fn resource(
+        &self,
+        name: &str,
+        spec: QuotaSpec,
+    ) -> Result<SharedQuota, RedisQuotaError> {
+        if !valid_name(name) {
+            return Err(RedisQuotaError::Config {
+                field: "resource",
+                reason: "a name of 1-64 of [A-Za-z0-9_.-]".into(),
+            });
+        }
+        spec.validate()?;
+        let state = {
+            let mut list = self.inner.resources.lock();
+            match list.iter().find(|r| &*r.name == name) {
+                Some(r) => r.clone(),
+                None => {
+                    let cfg = &self.inner.cfg;
+                    let mut fixed = Fixed::new(&cfg.prefix, name);
+                    fixed.node = cfg.node.clone();
+                    fixed.ttl_ms = ms(cfg.lease_ttl);
+                    fixed.offline = cfg.on_loss == OnLoss::Degraded;
+                    fixed.limit = spec.limit;
+                    fixed.window_ms = ms(spec.window);
+                    fixed.share_permille = cfg.reserve_share_permille;
+                    fixed.reserve_max = cfg.reserve_max;
+                    let r = Arc::new(ResState {
+                        name: name.into(),
+                        fixed,
+                        local: Mutex::new(Local::default()),
+                        wake: Notify::new(),
+                    });
+                    list.push(r.clone());
+                    r
+                }
+            }
+        };
+        let quota = SharedQuota {
+            inner: self.inner.clone(),
+            state,
+        };
+        match self.inner.call(&quota.state, Op::Renew).await {
+            Ok(_) | Err(CallError::Lost) => Ok(quota),
+            Err(CallError::Server(e)) => Err(e),
+        }
+    }
+
+    /// Whether Redis is reachable right now, and what this process does if not.
+    pub fn link_state(&self) -> LinkState {
+        self.inner.link_state()
+    }
+
+    /// This process's node name in the leases.
+    pub fn node(&self) -> &str {
+        &self.inner.cfg.node
+    }
+}
+
+pub(crate) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Inner {
+    pub fn link_state(&self) -> LinkState {
+        match (self.link.is_up(), self.cfg.on_loss) {
+            (true, _) => LinkState::Connected,
+            (false, OnLoss::Degraded) => LinkState::Degraded,
+            (false, OnLoss::FailClosed) => LinkState::Closed,
+        }
+    }
+
+    pub fn resources(&self) -> Vec<Arc<ResState>> {
+        self.resources.lock().clone()
+    }
+
+    /// One script call on the current connection.
+    pub async fn call(&self, res: &ResState, op: Op) -> Result<Reply, CallError> {
+        let Some((mut conn, generation)) = self.link.current() else {
+            self.note_loss();
+            return Err(CallError::Lost);
+        };
+        self.call_on(&mut conn, generation, res, op).await
+    }
+
+    /// One script call on `conn`, applying the reply to the resource's local view.
+    pub async fn call_on(
+        &self,
+        conn: &mut MultiplexedConnection,
+        generation: u64,
+        res: &ResState,
+        op: Op,
+    ) -> Result<Reply, CallError> {
+        let (view, report) = {
+            let mut l = res.local.lock();
+            let report = l.take_report();
+            (l.view(report), report)
+        };
+        let sent_at = self.clock.now();
+        let result = script::call(conn, &res.fixed, &view, op).await;
+        let timing = Timing {
+            sent_at,
+            recv_at: self.clock.now(),
+            conn: generation,
+        };
+        let mut l = res.local.lock();
+        match result {
+            Ok(Some(reply)) => {
+                l.apply(&reply, timing, report, self.cfg.lease_margin);
+                Ok(reply)
+            }
+            Ok(None) => {
+                l.unreport(report);
+                Err(CallError::Server(self.server_error(
+                    "unexpected script reply (is another program using this key prefix?)",
+                )))
+            }
+            Err(e) if is_loss(&e) => {
+                l.unreport(report);
+                if let Op::Acquire { cost } = op {
+                    l.lost_acquire(cost, generation);
+                }
+                drop(l);
+                self.link.broken(generation);
+                self.note_loss();
+                Err(CallError::Lost)
+            }
+            Err(e) => {
+                l.unreport(report);
+                Err(CallError::Server(
+                    self.server_error(&crate::error::clean(&e)),
+                ))
+            }
+        }
+    }
+
+    pub fn server_error(&self, message: &str) -> RedisQuotaError {
+        RedisQuotaError::Server {
+            url: self.link.url.clone(),
+            message: message.to_owned(),
+        }
+    }
+
+    /// Logs the start of an outage, once.
+    pub fn note_loss(&self) {
+        let mut outage = self.outage.lock();
+        if outage.is_some() {
+            return;
+        }
+        *outage = Some(self.clock.now());
+        drop(outage);
+        match self.cfg.on_loss {
+            OnLoss::FailClosed => tracing::error!(
+                url = %self.link.url,
+                "shared quota: Redis unreachable; refusing every acquire until it is back (fail-closed, G7)"
+            ),
+            OnLoss::Degraded => {
+                let shares: Vec<String> = self
+                    .resources()
+                    .iter()
+                    .map(|r| format!("{}={}", r.name, r.local.lock().reserved()))
+                    .collect();
+                tracing::warn!(
+                    url = %self.link.url,
+                    local_shares = %shares.join(","),
+                    "shared quota: Redis unreachable; degraded: each process spends only its own reservation until its lease would expire (G7)"
+                );
+            }
+        }
+    }
+
+    /// Logs the end of an outage, once.
+    pub fn note_rejoined(&self) {
+        if let Some(since) = self.outage.lock().take() {
+            let secs = self.clock.now().saturating_sub(since).as_secs_f64();
+            tracing::info!(url = %self.link.url, outage_s = secs, "shared quota: Redis is back; rejoined (G7)");
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! [`SharedQuota`]: one resource's acquire, release, observe, block, snapshot and leave.
+
+use crate::config::OnLoss;
+use crate::error::RedisQuotaError;
+use crate::grant::{
+    LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
+};
+use crate::local::OfflineRefusal;
+use crate::quota::{ms, CallError, Inner, ResState};
+use crate::script::{self, Op, Reply};
+use resilience_core::governor::{Observation, Priority};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One resource's quota, shared by every process that uses the same Redis and prefix.
+/// Cheap to clone. Made by [`RedisQuota::resource`](crate::RedisQuota::resource).
+#[derive(Clone)]
+pub struct SharedQuota {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) state: Arc<ResState>,
+}
+
+impl fmt::Debug for SharedQuota {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedQuota")
+            .field("resource", &self.state.name)
+            .field("link", &self.inner.link_state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedQuota {
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// Asks once, without waiting: one script call (one round trip) while Redis is
+    /// reachable; the local share while it is not ([`OnLoss`]).
+    pub async fn try_acquire(&self, cost: u32) -> Result<QuotaDecision, RedisQuotaError> {
+        match self.inner.call(&self.state, Op::Acquire { cost }).await {
+            Ok(r) => self.decision(&r, cost),
+            Err(CallError::Server(e)) => Err(e),
+            Err(CallError::Lost) => self.offline_acquire(cost),
+        }
+    }
+
+    /// Waits until `cost` is granted. `priority` orders the waiters of every process: after
+    /// a block (G6) each asks again in its priority's jitter window; while the quota is
+    /// spent, a pub/sub message wakes waiters when quota is returned (higher priorities
+    /// first), and each re-asks at the latest after the policy's jittered poll bound.
+    /// Refusals (offline share spent, fail-closed, too large) are returned at once.
+    pub async fn acquire(
+        &self,
+        cost: u32,
+        priority: Priority,
+    ) -> Result<QuotaGrant, RedisQuotaError> {
+        self.acquire_within(cost, priority, None).await
+    }
+
+    /// As [`acquire`](Self::acquire), giving up with [`RedisQuotaError::WaitTooLong`] once
+    /// the wait would exceed `max_wait`.
+    pub async fn acquire_within(
+        &self,
+        cost: u32,
+        priority: Priority,
+        max_wait: Option<Duration>,
+    ) -> Result<QuotaGrant, RedisQuotaError> {
+        let clock = &self.inner.clock;
+        let start = clock.now();
+        loop {
+            // Registered before asking, so a wake-up between the reply and the wait counts.
+            let woken = self.state.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let wait = match self.try_acquire(cost).await? {
+                QuotaDecision::Go(g) => return Ok(g),
+                QuotaDecision::Wait(w) => w,
+            };
+            let plan = crate::wait::plan(&wait, priority, &self.inner.cfg.wait);
+            let elapsed = clock.now().saturating_sub(start);
+            let sleep = match max_wait {
+                Some(max) if elapsed + wait.delay > max && !plan.wakeable => {
+                    return Err(self.too_long(wait.delay));
+                }
+                Some(max) if elapsed >= max => return Err(self.too_long(wait.delay)),
+                Some(max) => plan.sleep.min(max - elapsed),
+                None => plan.sleep,
+            };
+            if plan.wakeable {
+                tokio::select! {
+                    () = self.inner.sleeper.sleep(sleep) => {}
+                    () = &mut woken => {
+                        let j = crate::wait::wake_jitter(priority, &self.inner.cfg.wait);
+                        self.inner.sleeper.sleep(j).await;
+                    }
+                }
+            } else {
+                self.inner.sleeper.sleep(sleep).await;
+            }
+        }
+    }
+
+    /// Returns a grant whose call was not made. Refused ([`Settled::Fenced`]) if the lease
+    /// it was granted under has expired: the quota may already be someone else's.
+    pub async fn release(&self, grant: QuotaGrant) -> Result<Settled, RedisQuotaError> {
+        if let Some(generation) = grant.offline {
+            self.state
+                .local
+                .lock()
+                .offline_release(grant.cost, generation, grant.window);
+            return Ok(Settled::Local);
+        }
+        let op = Op::Release {
+            cost: grant.cost,
+            window: grant.window,
+            from_reserve: grant.from_reserve,
+        };
+        self.settle(grant.epoch, op).await
+    }
+
+    /// Reports the response to a call (made under `grant`, if any): its quota headers update
+    /// the shared pool, a rate limit blocks the resource for every process (G6: `retry-after`,
+    /// else 60 s for a secondary limit; a primary limit empties the pool until reset).
+    /// A stale grant's reading is ignored ([`Settled::Fenced`]); its block still counts.
+    pub async fn observe(
+        &self,
+        grant: Option<QuotaGrant>,
+        observation: &Observation,
+    ) -> Result<Settled, RedisQuotaError> {
+        let window = grant
+            .as_ref()
+            .map_or_else(|| self.state.local.lock().window, |g| g.window);
+        let args = crate::observe::args(observation, grant.as_ref(), window, &self.inner.cfg);
+        let offline = grant.as_ref().is_some_and(QuotaGrant::is_offline);
+        if offline || !self.inner.link.is_up() {
+            return Ok(self.observe_offline(&args));
+        }
+        let epoch = grant
+            .as_ref()
+            .map_or_else(|| self.state.local.lock().epoch, |g| g.epoch);
+        match self.settle(epoch, Op::Observe(args)).await? {
+            Settled::Local => Ok(self.observe_offline(&args)),
+            s => Ok(s),
+        }
+    }
+
+    /// G6 hook for a retry executor that saw a `Retry-After`: blocks the resource on every
+    /// host for `delay` (extending, never shortening, the block).
+    pub async fn note_retry_after(&self, delay: Duration) -> Result<Settled, RedisQuotaError> {
+        let epoch = self.state.local.lock().epoch;
+        match self.settle(epoch, Op::Block { ms: ms(delay) }).await? {
+            Settled::Local => {
+                let until = self.inner.clock.now() + delay;
+                self.state.local.lock().block_locally(until);
+                Ok(Settled::Local)
+            }
+            s => Ok(s),
+        }
+    }
+
+    /// Renews this process's lease now (the background heartbeat does it every
+    /// `heartbeat`), reporting any offline spending.
+    pub async fn renew(&self) -> Result<Settled, RedisQuotaError> {
+        match self.inner.call(&self.state, Op::Renew).await {
+            Ok(_) => Ok(Settled::Applied),
+            Err(CallError::Lost) => Ok(Settled::Local),
+            Err(CallError::Server(e)) => Err(e),
+        }
+    }
+
+    /// Gives the lease up and returns this process's unspent reservation to the pool (on
+    /// shutdown). The next acquire starts a new lease.
+    pub async fn leave(&self) -> Result<Settled, RedisQuotaError> {
+        let epoch = self.state.local.lock().epoch;
+        self.settle(epoch, Op::Leave).await
+    }
+
+    /// The shared state (from Redis; the last known one while it is unreachable).
+    pub async fn snapshot(&self) -> Result<QuotaSnapshot, RedisQuotaError> {
+        let reply = match self.inner.call(&self.state, Op::Snapshot).await {
+            Ok(r) => Some(r),
+            Err(CallError::Lost) => None,
+            Err(CallError::Server(e)) => return Err(e),
+        };
+        let now = self.inner.clock.now();
+        let l = self.state.local.lock();
+        let (reset_in, blocked_for) = match &reply {
+            Some(r) => (
+                (r.reset_at_ms > 0).then(|| Duration::from_millis(r.reset_at_ms - r.now_ms)),
+                (r.block_until_ms > r.now_ms)
+                    .then(|| Duration::from_millis(r.block_until_ms - r.now_ms)),
+            ),
+            None => (None, l.blocked_for(now)),
+        };
+        Ok(QuotaSnapshot {
+            limit: l.limit,
+            pool: l.pool,
+            reserved: l.reserved(),
+            reserved_total: l.reserved_total,
+            held: l.held,
+            members: l.members,
+            epoch: l.epoch,
+            window: l.window,
+            reset_in,
+            blocked_for,
+            link: self.inner.link_state(),
+        })
+    }
+
+    /// Whether Redis is reachable right now, and what this process does if not.
+    pub fn link_state(&self) -> LinkState {
+        self.inner.link_state()
+    }
+
+    /// A call made under `epoch` (the grant's, or this process's current one).
+    async fn settle(&self, epoch: u64, op: Op) -> Result<Settled, RedisQuotaError> {
+        let own = self.state.local.lock().epoch;
+        let result = if epoch == own {
+            self.inner.call(&self.state, op).await
+        } else {
+            // An older epoch than ours: the server must judge it under that epoch, so the
+            // call carries it (no local view is updated from the reply's lease fields).
+            self.call_as(epoch, op).await
+        };
+        match result {
+            Ok(r) if r.status == script::FENCED => Ok(Settled::Fenced),
+            Ok(_) => Ok(Settled::Applied),
+            Err(CallError::Lost) => Ok(Settled::Local),
+            Err(CallError::Server(e)) => Err(e),
+        }
+    }
+
+    async fn call_as(&self, epoch: u64, op: Op) -> Result<Reply, CallError> {
+        let Some((mut conn, generation)) = self.inner.link.current() else {
+            return Err(CallError::Lost);
+        };
+        let mut view = self.state.local.lock().view(0);
+        view.epoch = epoch;
+        match script::call(&mut conn, &self.state.fixed, &view, op).await {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(CallError::Server(
+                self.inner.server_error("unexpected script reply"),
+            )),
+            Err(e) if crate::link::is_loss(&e) => {
+                self.inner.link.broken(generation);
+                self.inner.note_loss();
+                Err(CallError::Lost)
+            }
+            Err(e) => Err(CallError::Server(
+                self.inner.server_error(&crate::error::clean(&e)),
+            )),
+        }
+    }
+
+    fn decision(&self, r: &Reply, cost: u32) -> Result<QuotaDecision, RedisQuotaError> {
+        let wait = |reason| {
+            Ok(QuotaDecision::Wait(QuotaWait {
+                delay: Duration::from_millis(r.wait_ms),
+                reason,
+            }))
+        };
+        match (r.status, r.reason) {
+            (script::GO, _) => Ok(QuotaDecision::Go(QuotaGrant {
+                resource: self.state.name.clone(),
+                cost,
+                epoch: r.epoch,
+                window: r.window,
+                reset_at_ms: r.reset_at_ms,
+                ledger: r.ledger,
+                from_reserve: r.from_reserve,
+                offline: None,
+            })),
+            (script::WAIT, script::BLOCKED) => wait(QuotaWaitReason::Blocked),
+            (script::WAIT, script::EXHAUSTED) => wait(QuotaWaitReason::Exhausted),
+            (script::WAIT, script::RECOVERING) => wait(QuotaWaitReason::Recovering),
+            (script::WAIT, script::TOO_BIG) => Err(RedisQuotaError::CostTooLarge {
+                resource: self.state.name.to_string(),
+                cost,
+                limit: r.limit,
+            }),
+            _ => Err(self.inner.server_error("unexpected script status")),
+        }
+    }
+
+    fn offline_acquire(&self, cost: u32) -> Result<QuotaDecision, RedisQuotaError> {
+        let unavailable = |retry_after| RedisQuotaError::Unavailable {
+            url: self.inner.link.url.clone(),
+            retry_after,
+        };
+        if self.inner.cfg.on_loss == OnLoss::FailClosed {
+            return Err(unavailable(self.inner.cfg.reconnect_every));
+        }
+        let now = self.inner.clock.now();
+        let mut l = self.state.local.lock();
+        match l.offline_acquire(cost, now) {
+            Ok(generation) => Ok(QuotaDecision::Go(QuotaGrant {
+                resource: self.state.name.clone(),
+                cost,
+                epoch: l.epoch,
+                window: l.window,
+                reset_at_ms: l.reset_at_ms,
+                ledger: 0,
+                from_reserve: true,
+                offline: Some(generation),
+            })),
+            Err(OfflineRefusal::Blocked(d)) => Ok(QuotaDecision::Wait(QuotaWait {
+                delay: d,
+                reason: QuotaWaitReason::Blocked,
+            })),
+            Err(OfflineRefusal::NoShare) => Err(unavailable(self.inner.cfg.reconnect_every)),
+        }
+    }
+
+    fn observe_offline(&self, args: &script::ObserveArgs) -> Settled {
+        let mut block = Duration::from_millis(args.block_ms);
+        if args.block_until_ms > 0 {
+            let unix = ms(self.inner.clock.unix_time());
+            block = block.max(Duration::from_millis(
+                args.block_until_ms.saturating_sub(unix),
+            ));
+        }
+        if !block.is_zero() {
+            let until = self.inner.clock.now() + block;
+            self.state.local.lock().block_locally(until);
+        }
+        Settled::Local
+    }
+
+    fn too_long(&self, wait: Duration) -> RedisQuotaError {
+        RedisQuotaError::WaitTooLong {
+            resource: self.state.name.to_string(),
+            wait,
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The one Lua script (`quota.lua`), its arguments and its reply.
+//!
+//! Every operation on a resource is one `EVALSHA` of this script (redis-rs falls back to
+//! `SCRIPT LOAD` + `EVALSHA` on `NOSCRIPT`, e.g. after a Redis restart), so each one is atomic
+//! on the server and reads the server's clock.
+
+use redis::aio::MultiplexedConnection;
+use redis::{RedisResult, Script};
+use std::sync::OnceLock;
+
+const SOURCE: &str = include_str!("quota.lua");
+
+/// The compiled script (its SHA1 is computed once).
+pub(crate) fn script() -> &'static Script {
+    static SCRIPT: OnceLock<Script> = OnceLock::new();
+    SCRIPT.get_or_init(|| Script::new(SOURCE))
+}
+
+/// One operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Acquire `cost`.
+    Acquire { cost: u32 },
+    /// Renew the lease (rejoin, report offline spending, top the reservation up).
+    Renew,
+    /// Return a grant that was not used.
+    Release {
+        cost: u32,
+        window: u64,
+        from_reserve: bool,
+    },
+    /// Report a response's headers.
+    Observe(ObserveArgs),
+    /// G6: block the resource.
+    Block { ms: u64 },
+    /// Give the lease (and reservation) back.
+    Leave,
+    /// Read the state.
+    Snapshot,
+}
+
+/// A response as the script reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ObserveArgs {
+    /// The grant's ledger (0: no grant).
+    pub ledger: u64,
+    /// `x-ratelimit-limit`, 0 if absent.
+    pub limit: u64,
+    /// `x-ratelimit-remaining`, if present.
+    pub remaining: Option<u64>,
+    /// The reset as unix ms, 0 if absent.
+    pub reset_ms: u64,
+    /// The reset as ms from now (server time), 0 if absent.
+    pub reset_after_ms: u64,
+    /// G6 block to apply, from now, 0 for none.
+    pub block_ms: u64,
+    /// G6 block until this unix ms, 0 for none.
+    pub block_until_ms: u64,
+    /// The primary quota is spent.
+    pub exhausted: bool,
+    /// The window the grant was made in.
+    pub window: u64,
+}
+
+/// What the caller knows, sent with every call (used only if Redis lost the state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct View {
+    pub epoch: u64,
+    pub reset_at_ms: u64,
+    pub pool: u64,
+    pub members: u64,
+    pub offline_spent: u64,
+    pub local_reserved: u64,
+}
+
+/// Per-process constants sent with every call.
+#[derive(Debug, Clone)]
+pub(crate) struct Fixed {
+    pub keys: [String; 5],
+    pub channel: String,
+    pub node: String,
+    pub ttl_ms: u64,
+    pub offline: bool,
+    pub limit: u64,
+    pub window_ms: u64,
+    pub share_permille: u32,
+    pub reserve_max: u64,
+}
+
+impl Fixed {
+    pub fn new(prefix: &str, resource: &str) -> Self {
+        let tag = format!("{{{prefix}:{resource}}}");
+        Self {
+            keys: ["q", "l", "e", "h", "r"].map(|k| format!("{tag}:{k}")),
+            channel: channel(prefix, resource),
+            node: String::new(),
+            ttl_ms: 0,
+            offline: false,
+            limit: 0,
+            window_ms: 0,
+            share_permille: 0,
+            reserve_max: 0,
+        }
+    }
+}
+
+/// The pub/sub channel for a resource.
+pub(crate) fn channel(prefix: &str, resource: &str) -> String {
+    format!("{prefix}:ev:{resource}")
+}
+
+/// Status codes of the reply.
+pub(crate) const GO: i64 = 1;
+pub(crate) const WAIT: i64 = 2;
+pub(crate) const FENCED: i64 = 3;
+/// Wait reasons.
+pub(crate) const BLOCKED: i64 = 1;
+pub(crate) const EXHAUSTED: i64 = 2;
+pub(crate) const RECOVERING: i64 = 3;
+pub(crate) const TOO_BIG: i64 = 4;
+
+/// The script's reply, field by field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Reply {
+    pub status: i64,
+    pub reason: i64,
+    pub wait_ms: u64,
+    pub epoch: u64,
+    pub window: u64,
+    pub ledger: u64,
+    pub from_reserve: bool,
+    pub reserved: u64,
+    pub pool: u64,
+    pub limit: u64,
+    pub reset_at_ms: u64,
+    pub now_ms: u64,
+    pub members: u64,
+    pub ops: u64,
+    pub block_until_ms: u64,
+    pub fresh: bool,
+    pub held: u64,
+    pub reserved_total: u64,
+    pub window_ms: u64,
+    /// Time the caller's lease has left, on the server's clock.
+    pub lease_left_ms: u64,
+}
+
+impl Reply {
+    fn from_ints(v: &[i64]) -> Option<Self> {
+        if v.len() < 20 {
+            return None;
+        }
+        let u = |i: usize| u64::try_from(v[i]).unwrap_or(0);
+        Some(Self {
+            status: v[0],
+            reason: v[1],
+            wait_ms: u(2),
+            epoch: u(3),
+            window: u(4),
+            ledger: u(5),
+            from_reserve: v[6] == 1,
+            reserved: u(7),
+            pool: u(8),
+            limit: u(9),
+            reset_at_ms: u(10),
+            now_ms: u(11),
+            members: u(12),
+            ops: u(13),
+            block_until_ms: u(14),
+            fresh: v[15] == 1,
+            held: u(16),
+            reserved_total: u(17),
+            window_ms: u(18),
+            lease_left_ms: u(19),
+        })
+    }
+}
+
+/// Runs one operation. `Ok(None)` is a reply of the wrong shape (a foreign script under the
+/// same hash, or keys of another program), reported as a server error by the caller.
+pub(crate) async fn call(
+    conn: &mut MultiplexedConnection,
+    fixed: &Fixed,
+    view: &View,
+    op: Op,
+) -> RedisResult<Option<Reply>> {
+    let mut inv = script().prepare_invoke();
+    for k in &fixed.keys {
+        inv.key(k);
+    }
+    let name = match op {
+        Op::Acquire { .. } => "acq",
+        Op::Renew => "renew",
+        Op::Release { .. } => "rel",
+        Op::Observe(_) => "obs",
+        Op::Block { .. } => "block",
+        Op::Leave => "leave",
+        Op::Snapshot => "snap",
+    };
+    inv.arg(name)
+        .arg(&fixed.node)
+        .arg(view.epoch)
+        .arg(fixed.ttl_ms)
+        .arg(u8::from(fixed.offline))
+        .arg(fixed.limit)
+        .arg(fixed.window_ms)
+        .arg(fixed.share_permille)
+        .arg(fixed.reserve_max)
+        .arg(view.reset_at_ms)
+        .arg(view.pool)
+        .arg(view.members)
+        .arg(view.offline_spent)
+        .arg(view.local_reserved)
+        .arg(&fixed.channel);
+    match op {
+        Op::Acquire { cost } => {
+            inv.arg(cost);
+        }
+        Op::Release {
+            cost,
+            window,
+            from_reserve,
+        } => {
+            inv.arg(cost).arg(window).arg(u8::from(from_reserve));
+        }
+        Op::Observe(o) => {
+            let remaining = o
+                .remaining
+                .map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX));
+            inv.arg(o.ledger)
+                .arg(o.limit)
+                .arg(remaining)
+                .arg(o.reset_ms)
+                .arg(o.block_ms)
+                .arg(u8::from(o.exhausted))
+                .arg(o.window)
+                .arg(o.reset_after_ms)
+                .arg(o.block_until_ms);
+        }
+        Op::Block { ms } => {
+            inv.arg(ms);
+        }
+        Op::Renew | Op::Leave | Op::Snapshot => {}
+    }
+    let ints: Vec<i64> = inv.invoke_async(conn).await?;
+    Ok(Reply::from_ints(&ints))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g7_keys_share_one_hash_tag_and_replies_parse() {
+        let f = Fixed::new("app", "core");
+        assert!(f.keys.iter().all(|k| k.starts_with("{app:core}:")));
+        assert_eq!(f.channel, "app:ev:core");
+        let mut v = vec![1_i64; 20];
+        v[2] = -5;
+        let r = Reply::from_ints(&v).expect("20 fields");
+        assert_eq!((r.status, r.wait_ms, r.from_reserve), (GO, 0, true));
+        assert!(Reply::from_ints(&v[..19]).is_none());
+        assert_eq!(script().get_hash().len(), 40);
+    }
+}

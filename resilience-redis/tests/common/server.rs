@@ -1,0 +1,158 @@
+//! A throwaway `redis-server` for the G7 tests: a free loopback port, no persistence, a
+//! temporary directory, killed on drop. Never a developer's Redis: without the binary, the
+//! tests use `RESILIENCE_REDIS_URL` if set, else they print one loud skip line.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub url: String,
+    dir: Option<PathBuf>,
+}
+
+/// The server for one test, or `None` after printing the skip line.
+pub fn server() -> Option<RedisServer> {
+    if has_binary() {
+        return Some(RedisServer::start());
+    }
+    if let Ok(url) = std::env::var("RESILIENCE_REDIS_URL") {
+        return Some(RedisServer {
+            child: None,
+            port: 0,
+            url,
+            dir: None,
+        });
+    }
+    eprintln!("!!!! skipped: no redis-server (install it, or set RESILIENCE_REDIS_URL) !!!!");
+    None
+}
+
+fn has_binary() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// A unique key prefix per test (tests may share an external Redis).
+pub fn prefix(test: &str) -> String {
+    format!(
+        "t{}-{}-{:06x}",
+        std::process::id(),
+        test,
+        fastrand::u32(..1 << 24)
+    )
+}
+
+impl RedisServer {
+    fn start() -> Self {
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("resilience-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut s = Self {
+            child: None,
+            port,
+            url: format!("redis://127.0.0.1:{port}"),
+            dir: Some(dir),
+        };
+        s.restart();
+        s
+    }
+
+    /// Whether this test owns the server (and so may kill it).
+    pub fn owned(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// (Re)starts the server on the same port, empty.
+    pub fn restart(&mut self) {
+        let dir = self.dir.clone().expect("an owned server");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if self.cmd("PING").is_some_and(|r| r.starts_with("+PONG")) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server did not answer PING on port {}", self.port);
+    }
+
+    /// Kills the server (SIGKILL: no goodbye, data lost).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// One inline command over a raw socket; the whole reply, or `None` if unreachable.
+    pub fn cmd(&self, line: &str) -> Option<String> {
+        let addr = self.url.trim_start_matches("redis://");
+        let addr = addr.rsplit('@').next()?.split('/').next()?;
+        let mut s = TcpStream::connect(addr).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        s.write_all(format!("{line}\r\n").as_bytes()).ok()?;
+        let mut r = BufReader::new(s);
+        let mut first = String::new();
+        r.read_line(&mut first).ok()?;
+        if let Some(len) = first.strip_prefix('$') {
+            let n: i64 = len.trim().parse().ok()?;
+            if n < 0 {
+                return Some(first);
+            }
+            let mut body = vec![0; usize::try_from(n).ok()? + 2];
+            r.read_exact(&mut body).ok()?;
+            return Some(String::from_utf8_lossy(&body).into_owned());
+        }
+        Some(first)
+    }
+
+    /// `calls` of one command in `INFO commandstats` (0 if never called).
+    pub fn calls(&self, command: &str) -> u64 {
+        self.stat(command, "calls").map_or(0, |v| v as u64)
+    }
+
+    /// One field (`calls`, `usec_per_call`, ...) of a command in `INFO commandstats`.
+    pub fn stat(&self, command: &str, field: &str) -> Option<f64> {
+        let info = self.cmd("INFO commandstats")?;
+        info.lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
+            .and_then(|l| l.split(&format!("{field}=")).nth(1))
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse().ok())
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        if let Some(d) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! G7 with the local governor: each process keeps its own Governor (G1-G6, G8 in process)
+//! and consults the shared quota per acquire.
+
+mod common;
+
+use common::server::{prefix, server};
+use resilience_core::governor::{Governor, Observation, Priority, Request, ResourceConfig};
+use resilience_core::ResilienceError;
+use resilience_redis::{
+    acquire_shared, QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig,
+};
+use std::time::Duration;
+
+async fn shared(url: &str, p: &str, node: &str) -> resilience_redis::SharedQuota {
+    let c = RedisQuotaConfig::new(url)
+        .prefix(p)
+        .node(node)
+        .reserve_share_permille(0);
+    let r = RedisQuota::connect(c).await.expect("connect");
+    r.resource("core", QuotaSpec::new(3, Duration::from_secs(60)))
+        .await
+        .expect("resource")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_local_governor_spends_only_the_shared_quota_and_shares_its_blocks() {
+    let Some(srv) = server() else { return };
+    let p = prefix("gov");
+    let quota = shared(&srv.url, &p, "a").await;
+    let gov = Governor::builder().seed(7).build().expect("governor");
+    let core = gov
+        .add_resource("core", ResourceConfig::github())
+        .expect("resource");
+    let agent = gov.register("data", Priority::P1).expect("agent");
+    // The local governor alone would allow 5 000; the shared quota allows 3.
+    for _ in 0..3 {
+        let permit = acquire_shared(&gov, &quota, agent, core, Request::read())
+            .await
+            .expect("granted");
+        assert!(permit.shared().is_some_and(|g| g.cost() == 1));
+        // No quota headers: the local governor still believes 5 000 are left.
+        let ok = Observation::new(200);
+        let _ = permit.observe(&ok).await;
+    }
+    let req = Request::read().with_max_wait(Duration::from_millis(100));
+    let e = acquire_shared(&gov, &quota, agent, core, req)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ResilienceError::GovernorShed { .. }), "{e:?}");
+    let snap = gov.snapshot(core).expect("local snapshot");
+    assert_eq!(
+        snap.in_flight, 0,
+        "the refused call released its local permit"
+    );
+
+    // A 429 seen through one process's governor blocks the resource for every process.
+    let p2 = prefix("gov2");
+    let (free, elsewhere) = (
+        shared(&srv.url, &p2, "c").await,
+        shared(&srv.url, &p2, "d").await,
+    );
+    let permit = acquire_shared(&gov, &free, agent, core, Request::read())
+        .await
+        .expect("granted");
+    let _ = permit
+        .observe(&Observation::from_headers(429, [("retry-after", "2")]))
+        .await;
+    let d = elsewhere.try_acquire(1).await.expect("ask");
+    assert!(
+        matches!(d, QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Blocked),
+        "{d:?}"
+    );
+    // ... and only the resource it was seen on: the first one is merely spent.
+    let other = shared(&srv.url, &p, "b").await;
+    let d = other.try_acquire(1).await.expect("ask");
+    assert!(
+        matches!(d, QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Exhausted),
+        "{d:?}"
+    );
+}

@@ -1,0 +1,352 @@
+//! G7 against a real redis-server, in one process (several nodes where it matters).
+
+mod common;
+
+use common::server::{prefix, server};
+use resilience_core::governor::{Observation, Priority};
+use resilience_redis::{
+    LinkState, OnLoss, QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig,
+    RedisQuotaError, Settled, SharedQuota, WaitPolicy,
+};
+use std::time::{Duration, Instant};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn cfg(url: &str, prefix: &str, node: &str) -> RedisQuotaConfig {
+    RedisQuotaConfig::new(url)
+        .prefix(prefix)
+        .node(node)
+        .timeouts(MS(500), MS(300))
+        .reconnect_every(MS(100))
+}
+
+async fn quota(c: RedisQuotaConfig, limit: u64, window: Duration) -> (RedisQuota, SharedQuota) {
+    let r = RedisQuota::connect(c).await.expect("connect");
+    let q = r
+        .resource("core", QuotaSpec::new(limit, window))
+        .await
+        .expect("resource");
+    (r, q)
+}
+
+fn go(d: QuotaDecision) -> resilience_redis::QuotaGrant {
+    match d {
+        QuotaDecision::Go(g) => g,
+        QuotaDecision::Wait(w) => panic!("expected a grant, got {w:?}"),
+    }
+}
+
+#[tokio::test]
+async fn g7_unreachable_redis_at_start_names_the_url_without_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let url = format!("redis://alice:s3cret@127.0.0.1:{port}");
+    let e = RedisQuota::connect(cfg(&url, "p", "n")).await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, RedisQuotaError::Connect { .. }), "{e:?}");
+    assert!(
+        text.contains(&format!("redis://alice:***@127.0.0.1:{port}")),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_acquire_is_one_evalsha_round_trip_and_survives_a_script_flush() {
+    let Some(srv) = server() else { return };
+    let (_r, q) = quota(cfg(&srv.url, &prefix("rt"), "a"), 1_000, MS(60_000)).await;
+    if srv.owned() {
+        srv.cmd("CONFIG RESETSTAT").expect("resetstat");
+    }
+    let before = srv.calls("evalsha");
+    for _ in 0..50 {
+        let _ = go(q.try_acquire(1).await.expect("acquire"));
+    }
+    if srv.owned() {
+        assert_eq!(srv.calls("evalsha") - before, 50, "one EVALSHA per acquire");
+        assert_eq!(
+            srv.calls("eval"),
+            0,
+            "never the full script on the hot path"
+        );
+        // NOSCRIPT (e.g. a restarted or flushed Redis): loaded again, the call still succeeds.
+        srv.cmd("SCRIPT FLUSH").expect("flush");
+        let _ = go(q.try_acquire(1).await.expect("acquire after flush"));
+        assert_eq!(srv.calls("script|load"), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_quota_of_a_window_is_never_exceeded_and_resets_on_server_time() {
+    let Some(srv) = server() else { return };
+    let c = cfg(&srv.url, &prefix("win"), "a").reserve_share_permille(0);
+    let (_r, q) = quota(c, 5, MS(400)).await;
+    let grants: Vec<_> = futures_all(&q, 5).await;
+    let window = grants[0].window();
+    assert!(grants
+        .iter()
+        .all(|g| g.window() == window && g.reset_at_ms() == grants[0].reset_at_ms()));
+    let QuotaDecision::Wait(w) = q.try_acquire(1).await.expect("ask") else {
+        panic!("a sixth grant in one window");
+    };
+    assert_eq!(w.reason, QuotaWaitReason::Exhausted);
+    assert!(w.delay <= MS(400), "{w:?}");
+    tokio::time::sleep(w.delay + MS(20)).await;
+    let g = go(q.try_acquire(1).await.expect("next window"));
+    assert!(g.window() > window, "a new window after the server's reset");
+}
+
+async fn futures_all(q: &SharedQuota, n: usize) -> Vec<resilience_redis::QuotaGrant> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(go(q.try_acquire(1).await.expect("acquire")));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_a_rate_limit_seen_by_one_node_blocks_every_node() {
+    let Some(srv) = server() else { return };
+    let p = prefix("block");
+    let (_ra, a) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
+    let (_rb, b) = quota(cfg(&srv.url, &p, "b"), 100, MS(60_000)).await;
+    let g = go(a.try_acquire(1).await.expect("acquire"));
+    let limited = Observation::from_headers(429, [("retry-after", "1")]);
+    assert_eq!(
+        a.observe(Some(g), &limited).await.expect("observe"),
+        Settled::Applied
+    );
+    let QuotaDecision::Wait(w) = b.try_acquire(1).await.expect("ask") else {
+        panic!("b was not blocked");
+    };
+    assert_eq!(w.reason, QuotaWaitReason::Blocked);
+    assert!(w.delay > MS(800) && w.delay <= MS(1_000), "{w:?}");
+    // A retry executor's hint extends the block, never shortens it.
+    b.note_retry_after(MS(100)).await.expect("block");
+    let s = b.snapshot().await.expect("snapshot");
+    assert!(s.blocked_for.is_some_and(|d| d > MS(700)), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_returned_quota_wakes_a_waiter_of_another_node_by_pubsub() {
+    let Some(srv) = server() else { return };
+    let p = prefix("wake");
+    // A 30 s poll: only the pub/sub message can wake the waiter within the test's bound.
+    let slow = WaitPolicy {
+        poll: Duration::from_secs(30),
+        ..WaitPolicy::default()
+    };
+    let ca = cfg(&srv.url, &p, "a").reserve_share_permille(0);
+    let cb = cfg(&srv.url, &p, "b").reserve_share_permille(0).wait(slow);
+    let (_ra, a) = quota(ca, 2, MS(60_000)).await;
+    let (_rb, b) = quota(cb, 2, MS(60_000)).await;
+    let g1 = go(a.try_acquire(1).await.expect("1"));
+    let _g2 = go(a.try_acquire(1).await.expect("2"));
+    let waiter = tokio::spawn(async move {
+        let t = Instant::now();
+        let g = b.acquire(1, Priority::P0).await;
+        (g, t.elapsed())
+    });
+    tokio::time::sleep(MS(300)).await;
+    assert_eq!(a.release(g1).await.expect("release"), Settled::Applied);
+    let (g, waited) = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("woken well before the 30 s poll")
+        .expect("task");
+    assert!(g.is_ok(), "{g:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_observed_headers_lower_the_shared_pool_and_leave_returns_the_reservation() {
+    let Some(srv) = server() else { return };
+    let p = prefix("obs");
+    let (_r, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(500),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let s = a.snapshot().await.expect("snapshot");
+    assert!(s.reserved > 0 && s.pool + s.reserved == 100, "{s:?}");
+    assert_eq!(a.leave().await.expect("leave"), Settled::Applied);
+    let s = a.snapshot().await.expect("snapshot");
+    assert_eq!((s.pool, s.reserved_total, s.members), (100, 0, 0), "{s:?}");
+    // A node without a reservation reads the headers: the pool becomes what the API says
+    // is left (less grants still in flight and reservations: none here).
+    let (_rb, b) = quota(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let g = go(b.try_acquire(1).await.expect("acquire"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "10")]);
+    assert_eq!(
+        b.observe(Some(g), &reading).await.expect("observe"),
+        Settled::Applied
+    );
+    let s = b.snapshot().await.expect("snapshot");
+    assert_eq!((s.pool, s.reserved_total), (10, 0), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_cost_above_the_whole_limit_is_a_typed_error() {
+    let Some(srv) = server() else { return };
+    let (_r, q) = quota(cfg(&srv.url, &prefix("big"), "a"), 10, MS(60_000)).await;
+    let e = q.try_acquire(11).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RedisQuotaError::CostTooLarge {
+                cost: 11,
+                limit: 10,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_fail_closed_refuses_while_redis_is_down_and_rejoins_when_it_returns() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return eprintln!("skipped: needs a redis-server this test can kill");
+    }
+    let c = cfg(&srv.url, &prefix("closed"), "a").on_loss(OnLoss::FailClosed);
+    let (r, q) = quota(c, 100, MS(60_000)).await;
+    let _ = go(q.try_acquire(1).await.expect("acquire"));
+    srv.kill();
+    let e = q.try_acquire(1).await.unwrap_err();
+    assert!(matches!(e, RedisQuotaError::Unavailable { .. }), "{e:?}");
+    assert!(e.to_string().contains(&srv.url), "{e}");
+    assert_eq!(r.link_state(), LinkState::Closed);
+    srv.restart();
+    let t = Instant::now();
+    loop {
+        match q.try_acquire(1).await {
+            Ok(QuotaDecision::Go(g)) => break assert!(!g.is_offline()),
+            Ok(QuotaDecision::Wait(w)) => tokio::time::sleep(w.delay.min(MS(50))).await,
+            Err(RedisQuotaError::Unavailable { .. }) => tokio::time::sleep(MS(50)).await,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+    }
+    assert_eq!(r.link_state(), LinkState::Connected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_degraded_spends_exactly_its_reservation_while_redis_is_down() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return eprintln!("skipped: needs a redis-server this test can kill");
+    }
+    let c = cfg(&srv.url, &prefix("degr"), "a").reserve_share_permille(200);
+    let (r, q) = quota(c, 100, MS(60_000)).await;
+    let reserved = q.snapshot().await.expect("snapshot").reserved;
+    assert_eq!(reserved, 20);
+    srv.kill();
+    let mut offline = 0;
+    loop {
+        match q.try_acquire(1).await {
+            Ok(QuotaDecision::Go(g)) => {
+                assert!(g.is_offline());
+                offline += 1;
+            }
+            Err(RedisQuotaError::Unavailable { .. }) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    // The first acquire after the kill went out and got no reply: it may have been paid
+    // from the reservation, so it is counted as spent (conservative), then served offline.
+    assert_eq!(
+        offline,
+        reserved - 1,
+        "the reservation less the lost call, nothing more"
+    );
+    assert_eq!(r.link_state(), LinkState::Degraded);
+}
+
+/// Collects formatted log lines.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("logs").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn count(&self, needle: &str) -> usize {
+        String::from_utf8_lossy(&self.0.lock().expect("logs"))
+            .matches(needle)
+            .count()
+    }
+}
+
+// Current-thread runtime: every task logs on the test's thread, into its subscriber.
+#[tokio::test]
+async fn g7_an_outage_is_logged_once_with_the_safe_url_and_so_is_the_rejoin() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return eprintln!("skipped: needs a redis-server this test can kill");
+    }
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let c = cfg(&srv.url, &prefix("log"), "a").reserve_share_permille(100);
+    let (r, q) = quota(c, 100, MS(60_000)).await;
+    srv.kill();
+    for _ in 0..30 {
+        let _ = q.try_acquire(1).await;
+    }
+    assert_eq!(logs.count("Redis unreachable"), 1, "logged once per outage");
+    assert_eq!(logs.count(&format!("url={}", srv.url)), 1);
+    // The reservation (10) less the acquire whose reply was lost with the connection.
+    assert_eq!(
+        logs.count("local_shares=core=9"),
+        1,
+        "names the local share"
+    );
+    srv.restart();
+    let t = Instant::now();
+    while r.link_state() != LinkState::Connected {
+        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+        tokio::time::sleep(MS(50)).await;
+    }
+    let _ = go(q.try_acquire(1).await.expect("acquire after the rejoin"));
+    assert_eq!(logs.count("rejoined"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g5_an_idle_holder_keeps_its_lease_through_the_heartbeat() {
+    let Some(srv) = server() else { return };
+    let p = prefix("beat");
+    let ca = cfg(&srv.url, &p, "idle").lease_ttl(MS(600));
+    let (_ra, a) = quota(ca, 100, MS(60_000)).await;
+    let epoch = a.snapshot().await.expect("snapshot").epoch;
+    let (_rb, b) = quota(cfg(&srv.url, &p, "busy"), 100, MS(60_000)).await;
+    // Three TTLs of silence from "idle"; "busy" keeps calling (and would reap it).
+    for _ in 0..18 {
+        tokio::time::sleep(MS(100)).await;
+        let _ = b.snapshot().await.expect("snapshot");
+    }
+    assert_eq!(b.snapshot().await.expect("snapshot").members, 2);
+    assert_eq!(
+        a.snapshot().await.expect("snapshot").epoch,
+        epoch,
+        "same lease"
+    );
+}
