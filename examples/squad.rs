@@ -2,9 +2,13 @@
 //! then go through the rate governor (governed). Prints a side-by-side table and writes a
 //! plot of remaining quota and requests over time.
 //!
+//! Two scenarios: `incident` (the default) is the incident as it happened, every limit
+//! self-inflicted; `outage` adds a 60 s block at minute 8 that no client can foresee.
+//!
 //! ```sh
 //! cargo run --release --example squad                  # loopback HTTP emulator, scaled real time
 //! cargo run --release --example squad -- --virtual-time --seed 7
+//! cargo run --release --example squad -- --virtual-time --scenario outage
 //! cargo run --release --example squad -- --virtual-time --json
 //! ```
 //!
@@ -12,7 +16,9 @@
 //! `resilience_emulator::squad`; this file only parses flags and prints.
 
 use clap::Parser;
-use resilience_emulator::squad::{self, report, Governed, Naive, Progress, Run, RunError};
+use resilience_emulator::squad::{
+    self, report, Governed, Naive, Progress, Run, RunError, Scenario,
+};
 use resilience_emulator::Limits;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -27,6 +33,10 @@ struct Args {
     /// Print one JSON object `{"naive": {...}, "governed": {...}}` instead of the table.
     #[arg(long)]
     json: bool,
+    /// `incident` (self-inflicted limits only) or `outage` (plus an unforeseeable 60 s block
+    /// at minute 8).
+    #[arg(long, default_value_t = Scenario::Incident)]
+    scenario: Scenario,
     /// Seed for the agents' thinking times, the emulator's retry-after coin and the
     /// governor's jitter.
     #[arg(long, default_value_t = 7)]
@@ -51,7 +61,7 @@ fn run(args: &Args) -> Result<(), RunError> {
     if !(args.speedup.is_finite() && args.speedup > 0.0) {
         return Err(format!("--speedup must be a positive number, got {}", args.speedup).into());
     }
-    let workload = squad::incident(args.seed);
+    let workload = args.scenario.workload(args.seed);
     let limits = Limits::github();
     let (naive, governed) = if args.virtual_time {
         let naive = squad::run_virtual(&workload, &limits, args.seed, |env| {
@@ -95,7 +105,12 @@ fn run(args: &Args) -> Result<(), RunError> {
         } else {
             format!("loopback HTTP, real time x{}", args.speedup)
         };
-        println!("Squad incident, seed {}, {mode}\n", args.seed);
+        println!(
+            "Squad scenario `{}` ({}), seed {}, {mode}\n",
+            args.scenario,
+            args.scenario.describe(),
+            args.seed
+        );
         print!("{}", report::table(&naive.metrics, &governed.metrics));
         println!("\nplot: {}", args.svg.display());
     }
@@ -106,7 +121,8 @@ fn write_svg(args: &Args, naive: &Run, governed: &Run, limit: u32) -> Result<(),
     if let Some(dir) = args.svg.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&args.svg, report::svg(naive, governed, limit))?;
+    let title = format!("Squad {} (seed {})", args.scenario, args.seed);
+    std::fs::write(&args.svg, report::svg(&title, naive, governed, limit))?;
     Ok(())
 }
 

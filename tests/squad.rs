@@ -1,122 +1,263 @@
-//! The squad demo's targets (DESIGN §7), on virtual time: the naive squad reproduces the
-//! incident; the governed squad meets the rate governor's measures (G1, G2, G6, G8).
+//! The squad demo's targets (DESIGN §7), on virtual time, for several seeds.
 //!
-//! Both runs are deterministic for a seed and take well under a second, so the targets are
-//! checked for several seeds.
+//! Scenario `incident` (the default) is the incident as it happened: every limit the squad
+//! meets is one it trips itself. The naive squad reproduces the incident (a secondary limit
+//! tripped within the first minute, a penalty kept shut by retries, a herd when it lifts);
+//! the governed squad paces under every limit and gets no rate-limited response at all.
+//!
+//! Scenario `outage` adds a 60 s block at minute 8 that no client can foresee: the governed
+//! squad loses exactly the requests already sent when the first rejection came back, then
+//! holds everyone and releases them paced and in priority order (G6).
+//!
+//! Every run is deterministic for a seed and each is made once for the whole file.
 
 use resilience::clock::Clock;
-use resilience_emulator::squad::{self, Governed, Metrics, Naive, Run};
-use resilience_emulator::{Limits, Priority};
+use resilience_emulator::squad::{self, report, Governed, Metrics, Naive, Run, Scenario};
+use resilience_emulator::{Limits, LockoutCause, Outcome, Priority};
 use std::sync::OnceLock;
 
 const SEEDS: [u64; 3] = [7, 1, 2026];
 
-fn naive(seed: u64) -> Run {
-    let w = squad::incident(seed);
-    squad::run_virtual(&w, &Limits::github(), seed, |env| {
-        Ok(Naive::new(env.clock.clone()))
-    })
-    .expect("naive run")
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Naive,
+    Governed,
 }
 
-fn governed(seed: u64) -> Run {
-    let w = squad::incident(seed);
-    squad::run_virtual(&w, &Limits::github(), seed, |env| {
-        Ok(Governed::github(env, &w)?)
-    })
-    .expect("governed run")
+fn run(scenario: Scenario, side: Side, seed: u64) -> Run {
+    let w = scenario.workload(seed);
+    let limits = Limits::github();
+    let run = match side {
+        Side::Naive => {
+            squad::run_virtual(&w, &limits, seed, |env| Ok(Naive::new(env.clock.clone())))
+        }
+        Side::Governed => {
+            squad::run_virtual(&w, &limits, seed, |env| Ok(Governed::github(env, &w)?))
+        }
+    };
+    run.expect("the squad runs")
 }
 
-/// The governed runs, computed once for all tests of this file.
-fn governed_runs() -> &'static [(u64, Run)] {
-    static RUNS: OnceLock<Vec<(u64, Run)>> = OnceLock::new();
-    RUNS.get_or_init(|| SEEDS.iter().map(|&s| (s, governed(s))).collect())
+/// The runs of one scenario and side for every seed, made once for all tests of this file.
+fn runs(scenario: Scenario, side: Side) -> &'static [(u64, Run)] {
+    static CELLS: [OnceLock<Vec<(u64, Run)>>; 4] = [const { OnceLock::new() }; 4];
+    let cell = match (scenario, side) {
+        (Scenario::Incident, Side::Naive) => &CELLS[0],
+        (Scenario::Incident, Side::Governed) => &CELLS[1],
+        (Scenario::Outage, Side::Naive) => &CELLS[2],
+        (Scenario::Outage, Side::Governed) => &CELLS[3],
+    };
+    cell.get_or_init(|| SEEDS.iter().map(|&s| (s, run(scenario, side, s))).collect())
 }
 
-fn each_governed(check: impl Fn(u64, &Metrics)) {
-    for (seed, run) in governed_runs() {
-        check(*seed, &run.metrics);
+fn each(scenario: Scenario, side: Side, check: impl Fn(u64, &Run, &Metrics)) {
+    for (seed, run) in runs(scenario, side) {
+        check(*seed, run, &run.metrics);
     }
 }
 
+// ---- incident: the naive squad reproduces it ------------------------------------------------
+
 #[test]
-fn naive_squad_reproduces_the_incident() {
-    for seed in SEEDS {
-        let m = naive(seed).metrics;
+fn incident_naive_squad_trips_a_secondary_limit_itself_and_cascades() {
+    let penalty = Limits::github().penalty.as_secs_f64();
+    each(Scenario::Incident, Side::Naive, |seed, run, m| {
         assert!(m.rate_limited_responses >= 20, "seed {seed}: {m:#?}");
-        // The herd keeps the penalty box shut for minutes, as in the incident.
-        assert!(m.longest_lockout_s >= 300.0, "seed {seed}: {m:#?}");
-        assert!(m.goodput_ratio < 0.9, "seed {seed}: {m:#?}");
-    }
-}
-
-#[test]
-#[ignore = "not met yet: the scripted exogenous block costs the governed run its in-flight requests (2-11); scenario split in progress"]
-fn g8_governed_squad_gets_at_most_one_rate_limited_response() {
-    // The one allowed is the scripted, unforeseeable block at minute 8: every pacing rule
-    // (points, content creation, concurrency) must keep the rest clear.
-    each_governed(|seed, m| assert!(m.rate_limited_responses <= 1, "seed {seed}: {m:#?}"));
-}
-
-#[test]
-fn g6_governed_squad_releases_paced_after_block() {
-    each_governed(|seed, m| {
+        // Nothing is scripted: the first lockout is a secondary limit the squad breached.
+        let first = run
+            .lockouts
+            .iter()
+            .min_by_key(|l| l.start)
+            .expect("a lockout");
         assert!(
-            m.peak_requests_per_100ms_after_block <= 3,
-            "seed {seed}: {m:#?}"
-        )
-    });
-}
-
-#[test]
-fn g6_g1_governed_squad_has_no_priority_inversions() {
-    each_governed(|seed, m| assert_eq!(m.priority_inversions, 0, "seed {seed}: {m:#?}"));
-}
-
-#[test]
-fn g1_governed_squad_p0_p95_wait_at_most_one_second() {
-    each_governed(|seed, m| assert!(m.p0_wait_p95_s <= 1.0, "seed {seed}: {m:#?}"));
-}
-
-#[test]
-fn g8_governed_squad_goodput_at_least_0_95_and_finishes_everything() {
-    each_governed(|seed, m| {
-        assert_eq!(m.unfinished_tasks, 0, "seed {seed}: {m:#?}");
-        assert!(m.goodput_ratio >= 0.95, "seed {seed}: {m:#?}");
-    });
-}
-
-#[test]
-fn governed_squad_p2_still_gets_served() {
-    // Priority must not starve the poller: every Ralph round finishes (G2 promotion).
-    for (seed, run) in governed_runs() {
-        let ralph = run.records.tasks.iter().filter(|t| t.agent == "ralph");
-        assert!(
-            ralph.clone().count() == 5 && ralph.clone().all(|t| t.finished),
-            "seed {seed}"
+            matches!(first.cause, LockoutCause::Secondary(_)),
+            "seed {seed}: {first:?}"
         );
-        assert!(run.log.iter().any(|e| e.priority == Priority::P2));
+        // Cascade: retries into the penalty box keep extending one 60 s penalty.
+        assert!(m.longest_lockout_s >= 5.0 * penalty, "seed {seed}: {m:#?}");
+        assert!(m.goodput_ratio < 0.9, "seed {seed}: {m:#?}");
+    });
+}
+
+#[test]
+fn incident_naive_squad_flushes_a_thundering_herd_when_the_lockout_ends() {
+    // The calls given up during the lockout all rerun at the same reconciliation tick.
+    each(Scenario::Incident, Side::Naive, |seed, _, m| {
+        assert!(
+            m.peak_requests_per_100ms_after_block >= 20,
+            "seed {seed}: {m:#?}"
+        );
+    });
+}
+
+// ---- incident: the governed squad meets every target ----------------------------------------
+
+#[test]
+fn g8_incident_governed_squad_gets_no_rate_limited_response() {
+    // Every limit of the incident is self-inflicted, so pacing (points per endpoint, content
+    // creation, concurrency, the primary budget) must keep every request clear.
+    each(Scenario::Incident, Side::Governed, |seed, run, m| {
+        assert_eq!(m.rate_limited_responses, 0, "seed {seed}: {m:#?}");
+        assert!(run.lockouts.is_empty(), "seed {seed}: {:?}", run.lockouts);
+    });
+}
+
+/// The targets both scenarios share: no inversions, P0 p95 ≤ 1 s, ≤ 3 requests per 100 ms
+/// after any block, goodput ≥ 0.95, every task finished.
+fn meets_the_shared_targets(scenario: Scenario) {
+    each(scenario, Side::Governed, |seed, _, m| {
+        let at = format!("{scenario} seed {seed}: {m:#?}");
+        assert_eq!(m.priority_inversions, 0, "{at}");
+        assert!(m.p0_wait_p95_s <= 1.0, "{at}");
+        assert!(m.peak_requests_per_100ms_after_block <= 3, "{at}");
+        assert_eq!(m.unfinished_tasks, 0, "{at}");
+        assert!(m.goodput_ratio >= 0.95, "{at}");
+    });
+}
+
+#[test]
+fn g1_g6_g8_incident_governed_squad_meets_the_shared_targets() {
+    meets_the_shared_targets(Scenario::Incident);
+}
+
+#[test]
+fn g2_governed_squad_still_serves_the_background_poller() {
+    // Priority must not starve the poller: every Ralph round finishes (G2 promotion).
+    for scenario in Scenario::ALL {
+        each(scenario, Side::Governed, |seed, run, _| {
+            let ralph: Vec<_> = run
+                .records
+                .tasks
+                .iter()
+                .filter(|t| t.agent == "ralph")
+                .collect();
+            assert!(
+                ralph.len() == 5 && ralph.iter().all(|t| t.finished),
+                "{scenario} seed {seed}: {ralph:?}"
+            );
+            assert!(run.log.iter().any(|e| e.priority == Priority::P2));
+        });
     }
 }
+
+// ---- outage: an unforeseeable block (G6) ----------------------------------------------------
+
+#[test]
+fn g6_outage_governed_squad_loses_only_requests_sent_before_the_first_rejection_arrived() {
+    let latency = Scenario::Outage.workload(0).latency;
+    each(Scenario::Outage, Side::Governed, |seed, run, m| {
+        let limited: Vec<_> = run
+            .log
+            .iter()
+            .filter(|e| e.outcome.is_rate_limited())
+            .collect();
+        // The block was met (otherwise this scenario would test nothing) ...
+        let first_received = limited
+            .iter()
+            .map(|e| e.at + latency.of(e.kind))
+            .min()
+            .unwrap_or_else(|| panic!("seed {seed}: the block was never met: {m:#?}"));
+        for e in &limited {
+            // ... every rejection is the block's, none self-inflicted ...
+            assert_eq!(e.outcome, Outcome::Scripted, "seed {seed}: {e:?}");
+            // ... and was sent before any rejection could be known: nothing sent after it.
+            assert!(
+                e.at < first_received,
+                "seed {seed}: {e:?} sent after a rejection arrived at {first_received:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn g6_outage_governed_squad_holds_everyone_until_the_block_ends() {
+    let (start, length) = (squad::OUTAGE_START, squad::OUTAGE_LENGTH);
+    each(Scenario::Outage, Side::Governed, |seed, run, _| {
+        let last_rejected = run
+            .log
+            .iter()
+            .filter(|e| e.outcome.is_rate_limited())
+            .map(|e| e.at)
+            .max()
+            .expect("the block was met");
+        // After the last in-flight rejection, no request is sent until the block is over.
+        let inside = run
+            .log
+            .iter()
+            .filter(|e| e.at > last_rejected && e.at < start + length)
+            .count();
+        assert_eq!(inside, 0, "seed {seed}");
+    });
+}
+
+#[test]
+fn g1_g6_g8_outage_governed_squad_meets_the_shared_targets() {
+    meets_the_shared_targets(Scenario::Outage);
+}
+
+// ---- both sides, both scenarios ---------------------------------------------------------------
 
 #[test]
 fn virtual_runs_are_deterministic_for_a_seed() {
-    let (a, b) = (naive(11), naive(11));
-    assert_eq!(a.metrics, b.metrics);
-    assert_eq!(a.log, b.log);
-    let (c, d) = (governed(11), governed(11));
-    assert_eq!(c.metrics, d.metrics);
-    assert_eq!(c.log, d.log);
+    for (scenario, side) in [
+        (Scenario::Incident, Side::Naive),
+        (Scenario::Outage, Side::Governed),
+    ] {
+        let (seed, cached) = &runs(scenario, side)[0];
+        let again = run(scenario, side, *seed);
+        assert_eq!(again.metrics, cached.metrics, "{scenario} {side:?}");
+        assert_eq!(again.log, cached.log, "{scenario} {side:?}");
+    }
 }
 
 #[test]
 fn goodput_is_lower_bound_over_completion_and_at_most_one() {
-    for run in [naive(7), governed(7)] {
+    for (_, run) in [
+        &runs(Scenario::Incident, Side::Naive)[0],
+        &runs(Scenario::Outage, Side::Governed)[0],
+    ] {
         let m = run.metrics;
         assert!((m.goodput_ratio - m.lower_bound_s / m.completion_s).abs() < 1e-9);
         assert!(m.goodput_ratio <= 1.0, "{m:#?}");
         assert_eq!(m.lower_bound_s, run.bound.total().as_secs_f64());
     }
+}
+
+#[test]
+fn json_report_has_the_eleven_metrics_per_side() {
+    let (naive, governed) = (
+        &runs(Scenario::Incident, Side::Naive)[0].1,
+        &runs(Scenario::Incident, Side::Governed)[0].1,
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&report::json(&naive.metrics, &governed.metrics)).expect("json");
+    let object = v.as_object().expect("one object");
+    assert_eq!(object.len(), 2);
+    let fields = [
+        "requests",
+        "rate_limited_responses",
+        "longest_lockout_s",
+        "p0_wait_p50_s",
+        "p0_wait_p95_s",
+        "goodput_ratio",
+        "lower_bound_s",
+        "completion_s",
+        "peak_requests_per_100ms_after_block",
+        "priority_inversions",
+        "unfinished_tasks",
+    ];
+    for side in ["naive", "governed"] {
+        let metrics = object[side].as_object().expect(side);
+        let mut keys: Vec<_> = metrics.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        let mut expected = fields.to_vec();
+        expected.sort_unstable();
+        assert_eq!(keys, expected, "{side}");
+    }
+    assert_eq!(
+        object["governed"]["rate_limited_responses"],
+        governed.metrics.rate_limited_responses
+    );
 }
 
 #[test]

@@ -6,8 +6,10 @@
 //! ten pull requests: read the code, branch, commit, open the PR, poll CI, answer review.
 //!
 //! Sizes are chosen to press on the limits the way the incident did: the builders' reading
-//! burst exceeds 900 points a minute on the blob endpoint, the whole run spends well over half
-//! of the hourly quota, and one unforeseeable 60-second block lands at minute 8.
+//! burst exceeds 900 points a minute on the blob endpoint, so a squad that does not pace trips
+//! GitHub's secondary limit by itself within the first minute, and its retries keep the penalty
+//! box shut. Every limit it meets is self-inflicted: [`incident`] has no scripted block.
+//! [`outage`] adds one 60-second block at minute 8 that no client can foresee.
 
 use super::workload::{AgentScript, Call, Step, Task, Workload};
 use crate::request::{Kind, Priority};
@@ -16,7 +18,13 @@ use std::time::Duration;
 
 const REPO: &str = "/repos/acme/squad";
 
-/// The incident workload; `seed` varies the agents' thinking times (±20 %).
+/// When the [`outage`]'s block starts: minute 8, when the incident's 429s began.
+pub const OUTAGE_START: Duration = Duration::from_secs(480);
+/// How long the [`outage`]'s block lasts: GitHub's documented minimum wait.
+pub const OUTAGE_LENGTH: Duration = Duration::from_secs(60);
+
+/// The incident workload, as it happened: only the limits the squad trips itself, no
+/// scripted block. `seed` varies the agents' thinking times (±20 %).
 pub fn incident(seed: u64) -> Workload {
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut think = |secs: f64| Duration::from_secs_f64(secs * (0.8 + 0.4 * rng.f64()));
@@ -45,9 +53,19 @@ pub fn incident(seed: u64) -> Workload {
     Workload {
         agents,
         latency: Latency::default(),
-        scripted_blocks: vec![(Duration::from_secs(480), Duration::from_secs(60))],
+        scripted_blocks: Vec::new(),
         horizon: Duration::from_secs(3 * 3_600),
         reconcile_every: Some(Duration::from_secs(300)),
+    }
+}
+
+/// The [`incident`] workload plus one block no client can foresee ([`OUTAGE_LENGTH`] from
+/// [`OUTAGE_START`]): GitHub's unexplained 403s, to exercise the shared block and the paced
+/// release after it (G6).
+pub fn outage(seed: u64) -> Workload {
+    Workload {
+        scripted_blocks: vec![(OUTAGE_START, OUTAGE_LENGTH)],
+        ..incident(seed)
     }
 }
 

@@ -1,8 +1,9 @@
 //! The Squad incident as a reproducible experiment.
 //!
-//! [`incident`] is the workload (9 agents, 10 pull requests, Ralph polling every 5 minutes,
-//! one unforeseeable block at minute 8); a [`Scheduler`] decides when each agent calls and
-//! retries ([`Naive`] is what agents do alone; a rate governor is the other side); the
+//! [`incident`] is the workload (9 agents, 10 pull requests, Ralph polling every 5 minutes)
+//! with only the limits the squad trips itself; [`outage`] adds one block at minute 8 that no
+//! client can foresee; a [`Scenario`] names either. A [`Scheduler`] decides when each agent
+//! calls and retries ([`Naive`] is what agents do alone; a rate governor is the other side); the
 //! [`Driver`] runs the agents; [`measure`] turns the emulator's log and the agents' records
 //! into [`Metrics`], judged against the [`lower_bound`].
 //!
@@ -15,6 +16,7 @@ mod governed;
 mod incident;
 mod metrics;
 pub mod report;
+mod scenario;
 mod scheduler;
 mod transport;
 mod workload;
@@ -22,10 +24,11 @@ mod workload;
 pub use bound::{lower_bound, LowerBound};
 pub use driver::{CallRecord, Driver, Records, TaskRecord};
 pub use governed::Governed;
-pub use incident::incident;
+pub use incident::{incident, outage, OUTAGE_LENGTH, OUTAGE_START};
 pub use metrics::{
     herd_peak, inversions, measure, merged, percentile, Metrics, HERD_BUCKET, HERD_WINDOW,
 };
+pub use scenario::{Scenario, UnknownScenario};
 pub use scheduler::{CallInfo, Naive, Refusal, Scheduler};
 pub use transport::{Http, InProcess, Transport};
 pub use workload::{AgentScript, Call, Step, Task, Workload};

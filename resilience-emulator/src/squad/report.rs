@@ -88,9 +88,9 @@ const LEFT: f64 = 70.0;
 const TOP: f64 = 40.0;
 const GAP: f64 = 60.0;
 
-/// An SVG plot: primary quota remaining over time (top) and requests per 10 s with
-/// rate-limited answers marked (bottom), naive in red and governed in green.
-pub fn svg(naive: &Run, governed: &Run, limit: u32) -> String {
+/// An SVG plot headed `title`: primary quota remaining over time (top) and requests per 10 s
+/// with rate-limited answers marked (bottom), naive in red and governed in green.
+pub fn svg(title: &str, naive: &Run, governed: &Run, limit: u32) -> String {
     let end = [naive, governed]
         .iter()
         .flat_map(|r| r.log.last().map(|e| e.at))
@@ -109,7 +109,8 @@ pub fn svg(naive: &Run, governed: &Run, limit: u32) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="{LEFT}" y="20" font-size="15">Squad incident: naive retry (red) vs rate governor (green)</text>"#
+        r#"<text x="{LEFT}" y="20" font-size="15">{}: naive retry (red) vs rate governor (green)</text>"#,
+        escape(title)
     );
 
     // Top panel: remaining quota.
@@ -198,6 +199,13 @@ pub fn svg(naive: &Run, governed: &Run, limit: u32) -> String {
     }
     let _ = writeln!(s, "</svg>");
     s
+}
+
+/// `text` safe inside an SVG text node.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn axes(s: &mut String, y0: f64, label: &str, top: &str, end: f64) {
