@@ -10,24 +10,25 @@ use std::time::Duration;
 pin_project_lite::pin_project! {
     /// Resolves to `Some(output)`, or `None` if the deadline passed first (the attempt is then
     /// dropped, which cancels it).
-    pub(crate) struct WithDeadline<'a, F> {
+    pub(crate) struct WithDeadline<'a, F, T> {
         #[pin]
         inner: F,
         timer: Option<SleepFuture>,
         clock: &'a dyn Clock,
         sleeper: &'a dyn AsyncSleeper,
         start: &'a mut Option<Duration>,
-        total: Duration,
+        // Read only when the timer is armed: keeps the policy lock off the success path.
+        total: T,
     }
 }
 
-impl<'a, F> WithDeadline<'a, F> {
+impl<'a, F, T: Fn() -> Duration> WithDeadline<'a, F, T> {
     pub(crate) fn new(
         inner: F,
         clock: &'a dyn Clock,
         sleeper: &'a dyn AsyncSleeper,
         start: &'a mut Option<Duration>,
-        total: Duration,
+        total: T,
     ) -> Self {
         Self {
             inner,
@@ -40,7 +41,7 @@ impl<'a, F> WithDeadline<'a, F> {
     }
 }
 
-impl<F: Future> Future for WithDeadline<'_, F> {
+impl<F: Future, T: Fn() -> Duration> Future for WithDeadline<'_, F, T> {
     type Output = Option<F::Output>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -53,7 +54,7 @@ impl<F: Future> Future for WithDeadline<'_, F> {
         let timer = this.timer.get_or_insert_with(|| {
             let now = this.clock.now();
             let start = *this.start.get_or_insert(now);
-            let remaining = this.total.saturating_sub(now.saturating_sub(start));
+            let remaining = (this.total)().saturating_sub(now.saturating_sub(start));
             this.sleeper.deadline(remaining)
         });
         match timer.as_mut().poll(cx) {

@@ -18,7 +18,7 @@ pub(super) struct LoopState<'a, C> {
     pub(super) may_retry: bool,
     no_retry_reason: &'static str,
     /// A per-call override of the policy's total timeout.
-    total_override: Option<Duration>,
+    pub(super) total_override: Option<Duration>,
     /// The attempt about to run or running, from 1.
     pub(super) attempt: u32,
     /// When the first attempt started, read lazily where the driver allows.
@@ -49,12 +49,6 @@ impl<'a, C> LoopState<'a, C> {
             None => Ok(None),
             Some(b) => b.acquire().map(Some),
         }
-    }
-
-    /// The total timeout in force (read only off the success path).
-    pub(super) fn total(&self) -> Duration {
-        self.total_override
-            .unwrap_or_else(|| self.guard.policy.get().total_timeout())
     }
 
     pub(super) fn start(&mut self) -> Duration {
