@@ -1,47 +1,35 @@
 //! Racing an async attempt against the total deadline, arming the timer only when needed.
 
-use crate::clock::Clock;
-use crate::sleep::{AsyncSleeper, SleepFuture};
+use super::driver::LoopState;
+use crate::sleep::SleepFuture;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 pin_project_lite::pin_project! {
     /// Resolves to `Some(output)`, or `None` if the deadline passed first (the attempt is then
     /// dropped, which cancels it).
-    pub(crate) struct WithDeadline<'a, F, T> {
+    pub(crate) struct WithDeadline<'s, 'a, F, C> {
         #[pin]
         inner: F,
         timer: Option<SleepFuture>,
-        clock: &'a dyn Clock,
-        sleeper: &'a dyn AsyncSleeper,
-        start: &'a mut Option<Duration>,
-        // Read only when the timer is armed: keeps the policy lock off the success path.
-        total: T,
+        // The loop's state: clock, sleeper, start and total are read from it only when the
+        // timer is armed, which keeps this future small and the success path lock-free.
+        state: &'s mut LoopState<'a, C>,
     }
 }
 
-impl<'a, F, T: Fn() -> Duration> WithDeadline<'a, F, T> {
-    pub(crate) fn new(
-        inner: F,
-        clock: &'a dyn Clock,
-        sleeper: &'a dyn AsyncSleeper,
-        start: &'a mut Option<Duration>,
-        total: T,
-    ) -> Self {
+impl<'s, 'a, F, C> WithDeadline<'s, 'a, F, C> {
+    pub(crate) fn new(inner: F, state: &'s mut LoopState<'a, C>) -> Self {
         Self {
             inner,
             timer: None,
-            clock,
-            sleeper,
-            start,
-            total,
+            state,
         }
     }
 }
 
-impl<F: Future, T: Fn() -> Duration> Future for WithDeadline<'_, F, T> {
+impl<F: Future, C> Future for WithDeadline<'_, '_, F, C> {
     type Output = Option<F::Output>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -51,11 +39,11 @@ impl<F: Future, T: Fn() -> Duration> Future for WithDeadline<'_, F, T> {
         if let Poll::Ready(out) = this.inner.poll(cx) {
             return Poll::Ready(Some(out));
         }
+        let state = &mut **this.state;
         let timer = this.timer.get_or_insert_with(|| {
-            let now = this.clock.now();
-            let start = *this.start.get_or_insert(now);
-            let remaining = (this.total)().saturating_sub(now.saturating_sub(start));
-            this.sleeper.deadline(remaining)
+            let elapsed = state.elapsed();
+            let remaining = state.total().saturating_sub(elapsed);
+            state.guard.async_sleeper.deadline(remaining)
         });
         match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(None),

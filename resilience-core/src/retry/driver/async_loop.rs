@@ -46,16 +46,7 @@ impl<'a, C> AsyncLoop<'a, C> {
         };
         let attempt = AtDepth::new(self.inner_depth, attempt);
         let outcome = if self.state.may_retry {
-            let guard = self.state.guard;
-            let total_override = self.state.total_override;
-            WithDeadline::new(
-                attempt,
-                &*guard.clock,
-                &*guard.async_sleeper,
-                &mut self.state.start,
-                move || total_override.unwrap_or_else(|| guard.policy.get().total_timeout()),
-            )
-            .await
+            WithDeadline::new(attempt, &mut self.state).await
         } else {
             Some(attempt.await)
         };

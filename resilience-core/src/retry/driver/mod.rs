@@ -7,8 +7,9 @@
 //! borrow `&mut self` and arguments afresh each time: no `FnMut` returning a borrowing future.
 
 mod async_loop;
-mod shared;
+pub(crate) mod shared;
 mod sync_loop;
 
 pub use async_loop::AsyncLoop;
+pub(crate) use shared::LoopState;
 pub use sync_loop::SyncLoop;

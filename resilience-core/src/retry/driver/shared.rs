@@ -11,8 +11,8 @@ use crate::error::ResilienceError;
 use std::fmt;
 use std::time::Duration;
 
-pub(super) struct LoopState<'a, C> {
-    pub(super) guard: &'a ServiceGuard,
+pub(crate) struct LoopState<'a, C> {
+    pub(crate) guard: &'a ServiceGuard,
     pub(super) operation: &'a str,
     pub(super) classifier: C,
     pub(super) may_retry: bool,
@@ -23,7 +23,6 @@ pub(super) struct LoopState<'a, C> {
     pub(super) attempt: u32,
     /// When the first attempt started, read lazily where the driver allows.
     pub(super) start: Option<Duration>,
-    rng: Option<JitterRng>,
 }
 
 impl<'a, C> LoopState<'a, C> {
@@ -39,7 +38,6 @@ impl<'a, C> LoopState<'a, C> {
             total_override: call.total_timeout,
             attempt: 1,
             start: None,
-            rng: None,
         }
     }
 
@@ -51,12 +49,18 @@ impl<'a, C> LoopState<'a, C> {
         }
     }
 
+    /// The total timeout in force; read only off the success path (it takes the policy lock).
+    pub(crate) fn total(&self) -> Duration {
+        self.total_override
+            .unwrap_or_else(|| self.guard.policy.get().total_timeout())
+    }
+
     pub(super) fn start(&mut self) -> Duration {
         let clock = &self.guard.clock;
         *self.start.get_or_insert_with(|| clock.now())
     }
 
-    pub(super) fn elapsed(&mut self) -> Duration {
+    pub(crate) fn elapsed(&mut self) -> Duration {
         let start = self.start();
         self.guard.clock.now().saturating_sub(start)
     }
@@ -86,11 +90,12 @@ impl<'a, C> LoopState<'a, C> {
             events::giving_up(service, op, attempt, error, "attempts_exhausted");
             return None;
         }
-        let seed = self.guard.jitter_seed;
-        let rng = self
-            .rng
-            .get_or_insert_with(|| seed.map_or_else(JitterRng::new, JitterRng::seeded));
-        let backoff = policy.backoff().delay(attempt, rng);
+        // A generator per retry keeps the loop's state (and so every future holding it)
+        // small; a seeded guard still gets the same schedule on every run.
+        let mut rng = self.guard.jitter_seed.map_or_else(JitterRng::new, |seed| {
+            JitterRng::seeded(seed.wrapping_add(u64::from(attempt)))
+        });
+        let backoff = policy.backoff().delay(attempt, &mut rng);
         // A server's Retry-After is a floor on the wait (R12); the total timeout caps both.
         let delay = hint.map_or(backoff, |h| h.max(backoff));
         let total = self.total_override.unwrap_or(policy.total_timeout());
