@@ -110,6 +110,7 @@ mod observation;
 mod permit;
 mod priority;
 mod request;
+mod retry_link;
 mod store;
 
 pub use config::{
@@ -126,4 +127,5 @@ pub use observation::{LimitKind, Observation, ResetAt, RetryAfter};
 pub use permit::Permit;
 pub use priority::Priority;
 pub use request::{Request, RequestKind};
+pub use retry_link::RetryAfterLink;
 pub use store::{GovernorError, GovernorStore, Now, ObserveOutcome, Snapshot, Zone};

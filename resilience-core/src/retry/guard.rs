@@ -5,6 +5,7 @@ use super::classify::AllTransient;
 use super::idempotency::NotIdempotent;
 use super::policy::RetryPolicy;
 use super::policy_cell::PolicyCell;
+use super::sink::RetryAfterSink;
 use crate::breaker::{BreakerConfig, CircuitBreaker};
 use crate::clock::{Clock, MonotonicClock};
 use crate::sleep::{AsyncSleeper, Sleeper, ThreadSleeper};
@@ -43,6 +44,7 @@ pub struct ServiceGuard {
     pub(super) sleeper: Arc<dyn Sleeper>,
     pub(super) async_sleeper: Arc<dyn AsyncSleeper>,
     pub(super) jitter_seed: Option<u64>,
+    pub(super) retry_after_sink: Option<Arc<dyn RetryAfterSink>>,
 }
 
 impl ServiceGuard {
@@ -56,6 +58,7 @@ impl ServiceGuard {
             sleeper: None,
             async_sleeper: None,
             jitter_seed: None,
+            retry_after_sink: None,
         }
     }
 
@@ -99,6 +102,7 @@ impl ServiceGuard {
             sleeper: self.sleeper.clone(),
             async_sleeper: self.async_sleeper.clone(),
             jitter_seed: self.jitter_seed,
+            retry_after_sink: self.retry_after_sink.clone(),
         }
     }
 }
@@ -125,9 +129,19 @@ pub struct ServiceGuardBuilder {
     sleeper: Option<Arc<dyn Sleeper>>,
     async_sleeper: Option<Arc<dyn AsyncSleeper>>,
     jitter_seed: Option<u64>,
+    retry_after_sink: Option<Arc<dyn RetryAfterSink>>,
 }
 
 impl ServiceGuardBuilder {
+    /// Reports every Retry-After hint to `sink` and waits as long as it says (R12, G6): attach
+    /// a [`RetryAfterLink`](crate::governor::RetryAfterLink) so a rate governor coordinates
+    /// the wait instead of every caller sleeping out the same hint.
+    #[must_use]
+    pub fn retry_after_sink(mut self, sink: Arc<dyn RetryAfterSink>) -> Self {
+        self.retry_after_sink = Some(sink);
+        self
+    }
+
     /// The retry policy.
     #[must_use]
     pub fn policy(mut self, policy: RetryPolicy) -> Self {
@@ -206,6 +220,7 @@ impl ServiceGuardBuilder {
             sleeper: self.sleeper.unwrap_or_else(|| Arc::new(ThreadSleeper)),
             async_sleeper: self.async_sleeper.unwrap_or_else(default_async_sleeper),
             jitter_seed: self.jitter_seed,
+            retry_after_sink: self.retry_after_sink,
         }
     }
 }

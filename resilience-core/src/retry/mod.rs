@@ -24,6 +24,7 @@ mod idempotency;
 pub mod nesting;
 mod policy;
 mod policy_cell;
+mod sink;
 
 pub use call::Call;
 pub use classify::{AllTransient, ByHint, Classifier, ErrorClass, RetryHint};
@@ -31,3 +32,4 @@ pub use driver::{AsyncLoop, SyncLoop};
 pub use guard::{ServiceGuard, ServiceGuardBuilder};
 pub use idempotency::{Idempotency, Idempotent, NotIdempotent, RetrySafe};
 pub use policy::RetryPolicy;
+pub use sink::RetryAfterSink;

@@ -83,7 +83,10 @@ impl<'a, C> LoopState<'a, C> {
                 return None;
             }
             ErrorClass::Transient => None,
-            ErrorClass::RetryAfter(d) => Some(d),
+            ErrorClass::RetryAfter(d) => Some(match &self.guard.retry_after_sink {
+                Some(sink) => sink.retry_after(service, d),
+                None => d,
+            }),
         };
         let policy = self.guard.policy.get();
         if attempt >= policy.max_attempts() {
