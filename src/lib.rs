@@ -2,6 +2,21 @@
 //!
 //! Service calls that are safe to retry and safe to share.
 //!
+//! Entry points:
+//! - [`retry_service_operation`] on a fn or method, and [`service_defaults`] on an `impl` block
+//!   or inline `mod`: the usual way, with per-service policy from config;
+//! - [`Runtime`]: the process-wide config + registry ([`Runtime::global`], loaded from the
+//!   environment on first use; [`Runtime::install`] once at startup; [`Runtime::reload`]);
+//!   [`Runtime::service`] gives a service's [`retry::ServiceGuard`] for calls written by hand;
+//! - [`retry::ServiceGuard`] built directly, for code that manages its own policies (below);
+//! - [`governor`]: the Rate Governor for agents sharing one rate-limited API;
+//! - [`sanitize`]: what every error text goes through before a log line;
+//! - [`config`]: env vars and JSON overrides with provenance (also the `resilience-config`
+//!   binary).
+//!
+//! Time is injected everywhere ([`clock`], [`sleep`]): tests drive a manual clock and assert
+//! exact schedules.
+//!
 //! ```
 //! use resilience::retry::ServiceGuard;
 //! use resilience::ResilienceError;
