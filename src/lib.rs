@@ -10,7 +10,7 @@
 //!   [`Runtime::service`] gives a service's [`retry::ServiceGuard`] for calls written by hand;
 //! - [`retry::ServiceGuard`] built directly, for code that manages its own policies (below);
 //! - [`governor`]: the Rate Governor for agents sharing one rate-limited API;
-//! - [`sanitize`]: what every error text goes through before a log line;
+//! - [`sanitize()`]: what every error text goes through before a log line;
 //! - [`config`]: env vars and JSON overrides with provenance (also the `resilience-config`
 //!   binary).
 //!
