@@ -10,12 +10,19 @@
 //! cargo run --release --example squad -- --virtual-time --seed 7
 //! cargo run --release --example squad -- --virtual-time --scenario outage
 //! cargo run --release --example squad -- --virtual-time --json
+//! cargo run --release --example squad -- --backend redis --processes 3   # G7, see below
 //! ```
+//!
+//! `--backend redis` runs the governed side as `--processes` OS processes that share one
+//! quota through Redis (`--redis-url`, or a throwaway `redis-server` started here), against
+//! one emulator on scaled real time (`multi.rs`); the naive side runs as usual.
 //!
 //! The emulator, the workload, both schedulers, the metrics and the lower bound live in
 //! `resilience_emulator::squad`; this file only parses flags and prints.
 
-use clap::Parser;
+mod multi;
+
+use clap::{Parser, ValueEnum};
 use resilience_emulator::squad::{
     self, report, Governed, Naive, Progress, Run, RunError, Scenario,
 };
@@ -47,10 +54,37 @@ struct Args {
     /// Where to write the SVG plot.
     #[arg(long, default_value = "target/squad.svg")]
     svg: PathBuf,
+    /// `memory`: the governed squad in this process, one governor. `redis`: as
+    /// `--processes` OS processes, each with its own governor, sharing the quota in Redis.
+    #[arg(long, value_enum, default_value_t = Backend::Memory)]
+    backend: Backend,
+    /// With `--backend redis`: the Redis to share the quota through (default: start a
+    /// throwaway `redis-server` on a free loopback port).
+    #[arg(long)]
+    redis_url: Option<String>,
+    /// With `--backend redis`: how many worker processes split the 9 agents.
+    #[arg(long, default_value_t = 3)]
+    processes: usize,
+    /// Internal: run as a worker of `--backend redis` (its job is in `SQUAD_*` variables).
+    #[arg(long, hide = true)]
+    worker: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Memory,
+    Redis,
 }
 
 fn main() {
     let args = Args::parse();
+    if args.worker || multi::is_worker() {
+        if let Err(e) = multi::worker_main() {
+            eprintln!("squad worker: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     if let Err(e) = run(&args) {
         eprintln!("squad: {e}");
         std::process::exit(2);
@@ -63,6 +97,10 @@ fn run(args: &Args) -> Result<(), RunError> {
     }
     let workload = args.scenario.workload(args.seed);
     let limits = Limits::github();
+    let redis = args.backend == Backend::Redis;
+    if redis && args.virtual_time {
+        return Err("--backend redis runs real processes: it cannot use --virtual-time".into());
+    }
     let (naive, governed) = if args.virtual_time {
         let naive = squad::run_virtual(&workload, &limits, args.seed, |env| {
             Ok(Naive::new(env.clock.clone()))
@@ -85,14 +123,18 @@ fn run(args: &Args) -> Result<(), RunError> {
             move |p| progress("naive   ", p, quiet),
         ))?;
         end_progress(quiet);
-        let governed = rt.block_on(squad::run_http(
-            &workload,
-            &limits,
-            args.seed,
-            args.speedup,
-            |env| Ok(Governed::github(env, &workload)?),
-            move |p| progress("governed", p, quiet),
-        ))?;
+        let governed = if redis {
+            rt.block_on(governed_processes(args, quiet))?
+        } else {
+            rt.block_on(squad::run_http(
+                &workload,
+                &limits,
+                args.seed,
+                args.speedup,
+                |env| Ok(Governed::github(env, &workload)?),
+                move |p| progress("governed", p, quiet),
+            ))?
+        };
         end_progress(quiet);
         (naive, governed)
     };
@@ -102,6 +144,11 @@ fn run(args: &Args) -> Result<(), RunError> {
     } else {
         let mode = if args.virtual_time {
             "virtual time".to_owned()
+        } else if redis {
+            format!(
+                "loopback HTTP, real time x{}; governed: {} processes sharing the quota in Redis",
+                args.speedup, args.processes
+            )
         } else {
             format!("loopback HTTP, real time x{}", args.speedup)
         };
@@ -115,6 +162,38 @@ fn run(args: &Args) -> Result<(), RunError> {
         println!("\nplot: {}", args.svg.display());
     }
     Ok(())
+}
+
+/// The governed side as `--processes` workers (this binary again) sharing a Redis quota.
+async fn governed_processes(args: &Args, quiet: bool) -> Result<Run, RunError> {
+    let local;
+    let redis_url = match &args.redis_url {
+        Some(url) => url.clone(),
+        None => {
+            local = multi::LocalRedis::start()
+                .ok_or("--backend redis: no --redis-url and no redis-server on the PATH")?;
+            local.url.clone()
+        }
+    };
+    let job = multi::Job {
+        scenario: args.scenario,
+        seed: args.seed,
+        speedup: args.speedup,
+        processes: args.processes,
+        redis_url,
+        prefix: multi::unique_prefix(),
+    };
+    let exe = std::env::current_exe()?;
+    multi::run_governed(
+        &job,
+        || {
+            let mut c = std::process::Command::new(&exe);
+            c.arg("--worker");
+            c
+        },
+        move |p| progress("governed", p, quiet),
+    )
+    .await
 }
 
 fn write_svg(args: &Args, naive: &Run, governed: &Run, limit: u32) -> Result<(), RunError> {
