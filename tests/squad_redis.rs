@@ -12,7 +12,7 @@ mod multi;
 use resilience_emulator::squad::Scenario;
 use std::process::Command;
 
-const SPEEDUP: f64 = 40.0;
+const SPEEDUP: f64 = 60.0;
 
 fn worker_command(test: &'static str) -> impl Fn() -> Command {
     move || {

@@ -29,6 +29,7 @@ use resilience_emulator::squad::{
 use resilience_emulator::Limits;
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 #[derive(Parser, Debug)]
 #[command(about = "The Squad incident: naive retry vs the rate governor, on a GitHub emulator")]
@@ -114,29 +115,44 @@ fn run(args: &Args) -> Result<(), RunError> {
             .enable_all()
             .build()?;
         let quiet = args.json;
-        let naive = rt.block_on(squad::run_http(
-            &workload,
-            &limits,
-            args.seed,
-            args.speedup,
-            |env| Ok(Naive::new(env.clock.clone())),
-            move |p| progress("naive   ", p, quiet),
-        ))?;
-        end_progress(quiet);
-        let governed = if redis {
-            rt.block_on(governed_processes(args, quiet))?
+        if redis {
+            // Both sides at once, each on its own emulator: the naive side's lockouts keep
+            // it idle most of the time, and the demo stays under 3 minutes at x30.
+            let board = Arc::new(Mutex::new([None, None]));
+            let naive_board = board.clone();
+            let naive = squad::run_http(
+                &workload,
+                &limits,
+                args.seed,
+                args.speedup,
+                |env| Ok(Naive::new(env.clock.clone())),
+                move |p| show_both(&naive_board, 0, p, quiet),
+            );
+            let governed = governed_processes(args, move |p| show_both(&board, 1, p, quiet));
+            let (naive, governed) = rt.block_on(async { tokio::join!(naive, governed) });
+            end_progress(quiet);
+            (naive?, governed?)
         } else {
-            rt.block_on(squad::run_http(
+            let naive = rt.block_on(squad::run_http(
+                &workload,
+                &limits,
+                args.seed,
+                args.speedup,
+                |env| Ok(Naive::new(env.clock.clone())),
+                move |p| progress("naive   ", p, quiet),
+            ))?;
+            end_progress(quiet);
+            let governed = rt.block_on(squad::run_http(
                 &workload,
                 &limits,
                 args.seed,
                 args.speedup,
                 |env| Ok(Governed::github(env, &workload)?),
                 move |p| progress("governed", p, quiet),
-            ))?
-        };
-        end_progress(quiet);
-        (naive, governed)
+            ))?;
+            end_progress(quiet);
+            (naive, governed)
+        }
     };
     write_svg(args, &naive, &governed, limits.primary_limit)?;
     if args.json {
@@ -165,7 +181,10 @@ fn run(args: &Args) -> Result<(), RunError> {
 }
 
 /// The governed side as `--processes` workers (this binary again) sharing a Redis quota.
-async fn governed_processes(args: &Args, quiet: bool) -> Result<Run, RunError> {
+async fn governed_processes(
+    args: &Args,
+    on_tick: impl Fn(Progress) + Send + Sync + 'static,
+) -> Result<Run, RunError> {
     let local;
     let redis_url = match &args.redis_url {
         Some(url) => url.clone(),
@@ -191,7 +210,7 @@ async fn governed_processes(args: &Args, quiet: bool) -> Result<Run, RunError> {
             c.arg("--worker");
             c
         },
-        move |p| progress("governed", p, quiet),
+        on_tick,
     )
     .await
 }
@@ -218,6 +237,33 @@ fn progress(label: &str, p: Progress, quiet: bool) {
         p.remaining,
         p.tasks_done,
         p.tasks_total
+    );
+    let _ = std::io::stderr().flush();
+}
+
+/// One progress line for both sides running at once (slot 0 naive, 1 governed).
+fn show_both(board: &Mutex<[Option<Progress>; 2]>, slot: usize, p: Progress, quiet: bool) {
+    if quiet {
+        return;
+    }
+    let mut b = board.lock().unwrap_or_else(|e| e.into_inner());
+    b[slot] = Some(p);
+    let side = |label: &str, p: Option<Progress>| {
+        p.map_or(String::new(), |p| {
+            format!(
+                "{label} t={:>5.0}s req={:>5} limited={:>5} tasks {:>2}/{}",
+                p.now.as_secs_f64(),
+                p.requests,
+                p.rate_limited,
+                p.tasks_done,
+                p.tasks_total
+            )
+        })
+    };
+    eprint!(
+        "\r{}  |  {}   ",
+        side("naive", b[0]),
+        side("governed", b[1])
     );
     let _ = std::io::stderr().flush();
 }

@@ -100,8 +100,10 @@ pub fn unique_prefix() -> String {
 pub async fn run_governed(
     job: &Job,
     command: impl Fn() -> Command,
-    on_tick: impl Fn(Progress) + Send + 'static,
+    on_tick: impl Fn(Progress) + Send + Sync + 'static,
 ) -> Result<Run, RunError> {
+    let on_tick = Arc::new(on_tick);
+    let on_end = on_tick.clone();
     if job.processes == 0 || job.processes > 9 {
         return Err(format!("--processes must be 1 to 9, got {}", job.processes).into());
     }
@@ -164,6 +166,19 @@ pub async fn run_governed(
         return Err(e.into());
     }
     let records = parse(&lines, &workload)?;
+    let now = clock.now();
+    let log = emu.log();
+    // The last line shows the end, not the last 200 ms tick.
+    on_end(Progress {
+        now,
+        requests: log.len(),
+        rate_limited: log.iter().filter(|e| e.outcome.is_rate_limited()).count(),
+        remaining: emu
+            .snapshot(squad::TOKEN, now)
+            .map_or(emu.limits().primary_limit, |s| s.remaining),
+        tasks_done: records.tasks.len(),
+        tasks_total,
+    });
     let bound = squad::lower_bound(&workload, &limits);
     let (log, lockouts) = (emu.log(), emu.lockouts());
     Ok(Run {
