@@ -74,3 +74,30 @@ fn g7_squad_incident_governed_by_three_processes_through_redis_meets_the_targets
     assert_eq!(m.unfinished_tasks, 0, "{m:?}");
     assert!(m.goodput_ratio >= 0.90, "{m:?}");
 }
+
+/// The outage scenario: a block at minute 8 that no client can foresee. The first rejection
+/// a worker sees blocks every worker through Redis (G6 across processes), so the squad still
+/// finishes near the bound. Known gap, measured: the requests already in flight in each
+/// process when the block starts are rejected too (2, 3, 8, 8 rejections in four runs; the
+/// single in-process governor has 3 in virtual time), and one run in four had 2 priority
+/// inversions right after the block, so this test does not hold the outage to the issue's
+/// "at most 2 rejections, no inversion" (those targets are the incident's, asserted above).
+#[test]
+fn g7_g6_squad_outage_governed_by_three_processes_shares_the_block() {
+    const TEST: &str = "g7_g6_squad_outage_governed_by_three_processes_shares_the_block";
+    let Some(run) = run(TEST, Scenario::Outage) else {
+        return;
+    };
+    let m = run.metrics;
+    eprintln!("{m:#?}");
+    assert!(
+        !run.lockouts.is_empty(),
+        "the scripted block happened: {m:?}"
+    );
+    // Without the shared block a worker that saw no rejection would keep sending into the
+    // 60 s block (the naive squad gets hundreds); with it, only what was in flight.
+    assert!(m.rate_limited_responses <= 12, "{m:?}");
+    assert!(m.p0_wait_p95_s <= 1.0, "{m:?}");
+    assert_eq!(m.unfinished_tasks, 0, "{m:?}");
+    assert!(m.goodput_ratio >= 0.90, "{m:?}");
+}
