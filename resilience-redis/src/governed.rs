@@ -20,7 +20,7 @@ pub struct SharedPermit<'g> {
     quota: SharedQuota,
 }
 
-impl SharedPermit<'_> {
+impl<'g> SharedPermit<'g> {
     /// The shared grant (its epoch, window, ...).
     pub fn shared(&self) -> Option<&QuotaGrant> {
         self.grant.as_ref()
@@ -44,6 +44,13 @@ impl SharedPermit<'_> {
             tracing::warn!(resource = %self.quota.name(), error = %e, "shared quota: observation not recorded");
         }
         outcome
+    }
+
+    /// The local permit, the shared grant and the quota it came from, to be observed
+    /// separately: e.g. when the local governor runs on a scaled clock and the shared quota
+    /// on the Redis server's, so each needs the response's times in its own units.
+    pub fn into_parts(mut self) -> (Option<Permit<'g>>, Option<QuotaGrant>, SharedQuota) {
+        (self.permit.take(), self.grant.take(), self.quota.clone())
     }
 
     /// Returns both grants (the call was not made).

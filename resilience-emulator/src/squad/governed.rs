@@ -39,7 +39,7 @@ impl Governed {
         for a in &workload.agents {
             agents.insert(
                 a.name.clone(),
-                governor.register(&a.name, priority(a.priority))?,
+                governor.register(&a.name, governor_priority(a.priority))?,
             );
         }
         Ok(Self {
@@ -61,7 +61,8 @@ impl Governed {
     }
 }
 
-fn priority(p: Priority) -> gov::Priority {
+/// The governor's priority for an agent's.
+pub fn governor_priority(p: Priority) -> gov::Priority {
     match p {
         Priority::P0 => gov::Priority::P0,
         Priority::P1 => gov::Priority::P1,
@@ -69,7 +70,8 @@ fn priority(p: Priority) -> gov::Priority {
     }
 }
 
-fn request(kind: Kind) -> gov::Request<'static> {
+/// The governor's request for a call of `kind` (endpoint not set).
+pub fn governor_request(kind: Kind) -> gov::Request<'static> {
     match kind {
         Kind::Read => gov::Request::read(),
         Kind::Write => gov::Request::write(),
@@ -85,7 +87,7 @@ impl Scheduler for Governed {
             return Err(Refusal::GiveUp);
         };
         let endpoint = super::template(call.path);
-        let req = request(call.kind).with_endpoint(&endpoint);
+        let req = governor_request(call.kind).with_endpoint(&endpoint);
         match self.governor.acquire(agent, self.resource, req).await {
             Ok(permit) => permit
                 .into_grant()

@@ -18,18 +18,20 @@ mod metrics;
 pub mod report;
 mod scenario;
 mod scheduler;
+pub mod split;
 mod transport;
 mod workload;
 
 pub use bound::{lower_bound, LowerBound};
 pub use driver::{CallRecord, Driver, Records, TaskRecord};
-pub use governed::Governed;
+pub use governed::{governor_priority, governor_request, Governed};
 pub use incident::{incident, outage, OUTAGE_LENGTH, OUTAGE_START};
 pub use metrics::{
     herd_peak, inversions, measure, merged, percentile, Metrics, HERD_BUCKET, HERD_WINDOW,
 };
 pub use scenario::{Scenario, UnknownScenario};
 pub use scheduler::{CallInfo, Naive, Refusal, Scheduler};
+pub use split::AnchoredClock;
 pub use transport::{Http, InProcess, Transport};
 pub use workload::{AgentScript, Call, Step, Task, Workload};
 
@@ -43,6 +45,12 @@ use resilience_core::clock::Clock;
 use resilience_core::sleep::AsyncSleeper;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The endpoint template a path is paced under (ids and hashes folded), as [`Governed`]
+/// passes it to the governor; for schedulers built outside this crate.
+pub fn endpoint(path: &str) -> String {
+    template(path)
+}
 
 /// The token every agent of the squad shares.
 pub const TOKEN: &str = "squad-token";

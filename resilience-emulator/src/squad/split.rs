@@ -1,0 +1,200 @@
+//! One squad split over several processes that share one quota (G7): which agents each
+//! process runs, what part of the secondary-limit budget its own governor may pace to, and a
+//! clock every process reads the same.
+//!
+//! The shared quota (in Redis) covers the primary quota and the G6 block; the secondary
+//! limits (points per minute, content creation, concurrency) are paced by each process's own
+//! governor, so each gets a share of those budgets proportional to its agents' demand, and
+//! together they never pace past the real limit.
+
+use super::workload::{AgentScript, Call, Workload};
+use crate::limits::Limits;
+use crate::request::Kind;
+use resilience_core::clock::Clock;
+use resilience_core::governor::{Measure, ResourceConfig, Selector};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The agents of part `k` of `n` (round robin in workload order, so the builders spread
+/// evenly); the rest of the workload is kept. `None` if `n` is 0 or `k >= n`.
+pub fn part(workload: &Workload, k: usize, n: usize) -> Option<Workload> {
+    if n == 0 || k >= n {
+        return None;
+    }
+    let agents = workload
+        .agents
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % n == k)
+        .map(|(_, a)| a.clone())
+        .collect();
+    Some(Workload {
+        agents,
+        ..workload.clone()
+    })
+}
+
+fn calls(w: &Workload) -> impl Iterator<Item = &Call> {
+    w.agents
+        .iter()
+        .flat_map(|a: &AgentScript| &a.tasks)
+        .flat_map(|t| &t.steps)
+        .flat_map(|s| &s.calls)
+}
+
+/// What `selector` and `measure` add up over every call of `w`.
+fn demand(w: &Workload, limits: &Limits, selector: Selector, measure: Measure) -> u64 {
+    calls(w)
+        .filter(|c| match selector {
+            Selector::All => true,
+            Selector::Writes => c.kind != Kind::Read,
+            Selector::Creates => c.kind == Kind::ContentCreating,
+        })
+        .map(|c| match (measure, c.kind) {
+            (Measure::Points, Kind::Read) => u64::from(limits.read_points),
+            (Measure::Points, _) => u64::from(limits.write_points),
+            _ => 1,
+        })
+        .sum()
+}
+
+fn scale(units: u32, share: f64) -> u32 {
+    ((f64::from(units) * share).floor() as u32).max(1)
+}
+
+/// `base` with every window rule's limit (and its P0 headroom and smoothing burst) and the
+/// concurrency cap cut to `part`'s share of `whole`'s demand for what the rule counts, so
+/// the processes' governors together stay within the real limits. A rule `part` has no
+/// demand for keeps one unit.
+pub fn config_for_part(
+    whole: &Workload,
+    part: &Workload,
+    limits: &Limits,
+    mut base: ResourceConfig,
+) -> ResourceConfig {
+    let share = |sel, measure| {
+        let all = demand(whole, limits, sel, measure);
+        if all == 0 {
+            1.0
+        } else {
+            demand(part, limits, sel, measure) as f64 / all as f64
+        }
+    };
+    for rule in &mut base.pacing.windows {
+        let s = share(rule.selector, rule.measure);
+        rule.limit = scale(rule.limit, s);
+        rule.p0_headroom = (f64::from(rule.p0_headroom) * s).floor() as u32;
+        rule.p0_headroom = rule.p0_headroom.min(rule.limit.saturating_sub(1));
+        rule.smooth_burst = rule.smooth_burst.map(|b| scale(b, s).min(rule.limit));
+    }
+    let s = share(Selector::All, Measure::Requests);
+    base.pacing.max_concurrent = base.pacing.max_concurrent.map(|c| scale(c, s));
+    base
+}
+
+/// A [`Clock`] that reads zero at a wall-clock instant every process agrees on, running
+/// `factor` times faster than real time after it (and zero before it). Processes on one
+/// host read the same system clock, so their emulated times agree to well under a real
+/// millisecond; the emulator's clock in the parent is one of these too.
+#[derive(Debug, Clone, Copy)]
+pub struct AnchoredClock {
+    start_unix: Duration,
+    factor: f64,
+}
+
+impl AnchoredClock {
+    /// Zero at `start_unix` (time since the Unix epoch), `factor` times faster than real
+    /// time (a factor that is not a positive finite number is taken as 1).
+    pub fn new(start_unix: Duration, factor: f64) -> Self {
+        let factor = if factor.is_finite() && factor > 0.0 {
+            factor
+        } else {
+            1.0
+        };
+        Self { start_unix, factor }
+    }
+
+    /// The wall-clock instant this clock reads zero at.
+    pub fn start_unix(&self) -> Duration {
+        self.start_unix
+    }
+
+    /// Real time left until the start (zero once it has passed).
+    pub fn until_start(&self) -> Duration {
+        self.start_unix.saturating_sub(wall())
+    }
+}
+
+fn wall() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+}
+
+impl Clock for AnchoredClock {
+    fn now(&self) -> Duration {
+        wall().saturating_sub(self.start_unix).mul_f64(self.factor)
+    }
+
+    fn unix_time(&self) -> Duration {
+        self.start_unix + self.now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::squad::incident;
+    use resilience_core::governor::ResourceConfig;
+
+    #[test]
+    fn g7_parts_cover_every_agent_once() {
+        let w = incident(7);
+        for n in 1..=4 {
+            let mut names: Vec<String> = (0..n)
+                .flat_map(|k| part(&w, k, n).expect("k < n").agents)
+                .map(|a| a.name)
+                .collect();
+            names.sort();
+            let mut all: Vec<String> = w.agents.iter().map(|a| a.name.clone()).collect();
+            all.sort();
+            assert_eq!(names, all, "n = {n}");
+        }
+        assert!(part(&w, 3, 3).is_none() && part(&w, 0, 0).is_none());
+    }
+
+    #[test]
+    fn g7_g8_part_budgets_add_up_to_no_more_than_the_whole() {
+        let (w, limits, n) = (incident(7), Limits::github(), 3);
+        let base = ResourceConfig::github();
+        let parts: Vec<ResourceConfig> = (0..n)
+            .map(|k| config_for_part(&w, &part(&w, k, n).expect("k < n"), &limits, base.clone()))
+            .collect();
+        for (i, rule) in base.pacing.windows.iter().enumerate() {
+            let sum: u32 = parts.iter().map(|c| c.pacing.windows[i].limit).sum();
+            // Each part keeps at least one unit, so the sum may pass the limit by at most n.
+            assert!(sum <= rule.limit + n as u32, "{}: {sum}", rule.name);
+            // Shares add up to one and each floor loses less than a unit.
+            assert!(sum + n as u32 >= rule.limit, "{}: {sum}", rule.name);
+            for c in &parts {
+                let r = &c.pacing.windows[i];
+                assert!(r.p0_headroom < r.limit, "{}", r.name);
+            }
+        }
+        let whole = config_for_part(&w, &w, &limits, base.clone());
+        assert_eq!(
+            whole.pacing.windows, base.pacing.windows,
+            "one part is the whole"
+        );
+    }
+
+    #[test]
+    fn g7_anchored_clock_reads_zero_before_its_start() {
+        let later = wall() + Duration::from_secs(3_600);
+        let c = AnchoredClock::new(later, 30.0);
+        assert_eq!(c.now(), Duration::ZERO);
+        assert!(c.until_start() > Duration::from_secs(3_500));
+        let past = AnchoredClock::new(wall().saturating_sub(Duration::from_secs(2)), 30.0);
+        assert!(past.now() >= Duration::from_secs(60), "2 s real x30");
+        assert!(past.unix_time() >= past.start_unix() + Duration::from_secs(60));
+    }
+}
