@@ -137,18 +137,8 @@ pub async fn run_governed(
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                let now = clock.now();
-                let log = emu.log();
-                on_tick(Progress {
-                    now,
-                    requests: log.len(),
-                    rate_limited: log.iter().filter(|e| e.outcome.is_rate_limited()).count(),
-                    remaining: emu
-                        .snapshot(squad::TOKEN, now)
-                        .map_or(emu.limits().primary_limit, |s| s.remaining),
-                    tasks_done: done.load(Ordering::Relaxed),
-                    tasks_total,
-                });
+                let finished = done.load(Ordering::Relaxed);
+                on_tick(Progress::of(&emu, clock.now(), finished, tasks_total));
             }
         })
     };
@@ -166,19 +156,13 @@ pub async fn run_governed(
         return Err(e.into());
     }
     let records = parse(&lines, &workload)?;
-    let now = clock.now();
-    let log = emu.log();
     // The last line shows the end, not the last 200 ms tick.
-    on_end(Progress {
-        now,
-        requests: log.len(),
-        rate_limited: log.iter().filter(|e| e.outcome.is_rate_limited()).count(),
-        remaining: emu
-            .snapshot(squad::TOKEN, now)
-            .map_or(emu.limits().primary_limit, |s| s.remaining),
-        tasks_done: records.tasks.len(),
+    on_end(Progress::of(
+        &emu,
+        clock.now(),
+        records.tasks.len(),
         tasks_total,
-    });
+    ));
     let bound = squad::lower_bound(&workload, &limits);
     let (log, lockouts) = (emu.log(), emu.lockouts());
     Ok(Run {

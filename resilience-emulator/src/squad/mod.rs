@@ -107,6 +107,23 @@ pub struct Progress {
     pub tasks_total: usize,
 }
 
+impl Progress {
+    /// The emulator's view at `now`, with the task counts the caller keeps.
+    pub fn of(emu: &Emulator, now: Duration, tasks_done: usize, tasks_total: usize) -> Self {
+        let log = emu.log();
+        Self {
+            now,
+            requests: log.len(),
+            rate_limited: log.iter().filter(|e| e.outcome.is_rate_limited()).count(),
+            remaining: emu
+                .snapshot(TOKEN, now)
+                .map_or(emu.limits().primary_limit, |s| s.remaining),
+            tasks_done,
+            tasks_total,
+        }
+    }
+}
+
 fn emulator(
     limits: &Limits,
     clock: Arc<dyn Clock>,
@@ -198,18 +215,8 @@ pub async fn run_http<S: Scheduler>(
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                let now = clock.now();
-                let log = emu.log();
-                on_tick(Progress {
-                    now,
-                    requests: log.len(),
-                    rate_limited: log.iter().filter(|e| e.outcome.is_rate_limited()).count(),
-                    remaining: emu
-                        .snapshot(TOKEN, now)
-                        .map_or(emu.limits().primary_limit, |s| s.remaining),
-                    tasks_done: records.lock().tasks.len(),
-                    tasks_total,
-                });
+                let done = records.lock().tasks.len();
+                on_tick(Progress::of(&emu, clock.now(), done, tasks_total));
             }
         })
     };
