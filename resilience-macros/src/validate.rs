@@ -31,7 +31,7 @@ pub(crate) struct Plan {
 }
 
 /// The code-declared settings (C13's "code" layer). `None`: not declared here.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 pub(crate) struct Declared {
     pub(crate) max_attempts: Option<u32>,
     pub(crate) backoff: Option<Backoff>,
@@ -107,27 +107,19 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         .or_else(|| theirs.as_ref().and_then(|t| t.krate.clone()));
     let krate = krate.unwrap_or_else(|| syn::parse_quote!(::resilience));
 
-    let pick = |own: Option<f64>, inherited: fn(&Checked) -> Option<f64>| {
-        own.or_else(|| theirs.as_ref().and_then(inherited))
+    let merged = match &theirs {
+        Some(t) => mine.declared.or(&t.declared),
+        None => mine.declared,
     };
-    let mut declared = Declared {
-        total_timeout: pick(mine.total_timeout, |t| t.total_timeout),
-        ..Declared::default()
-    };
-    if idempotent {
+    let declared = if idempotent {
+        merged
+    } else {
         // Inherited tuning applies only to fns that retry; writes ignore it.
-        declared.max_attempts = mine
-            .max_attempts
-            .or_else(|| theirs.as_ref().and_then(|t| t.max_attempts));
-        declared.backoff = mine
-            .backoff
-            .or_else(|| theirs.as_ref().and_then(|t| t.backoff));
-        declared.base_delay = pick(mine.base_delay, |t| t.base_delay);
-        declared.max_delay = pick(mine.max_delay, |t| t.max_delay);
-        declared.jitter = mine
-            .jitter
-            .or_else(|| theirs.as_ref().and_then(|t| t.jitter));
-    }
+        Declared {
+            total_timeout: merged.total_timeout,
+            ..Declared::default()
+        }
+    };
 
     check_signature(&item.sig, idempotent, ctxt);
     if item.body.is_none() {
@@ -156,22 +148,30 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
     })
 }
 
+impl Declared {
+    /// Each value declared here, else the one in `fallback`.
+    fn or(self, fallback: &Declared) -> Declared {
+        Declared {
+            max_attempts: self.max_attempts.or(fallback.max_attempts),
+            backoff: self.backoff.or(fallback.backoff),
+            base_delay: self.base_delay.or(fallback.base_delay),
+            max_delay: self.max_delay.or(fallback.max_delay),
+            jitter: self.jitter.or(fallback.jitter),
+            total_timeout: self.total_timeout.or(fallback.total_timeout),
+        }
+    }
+}
+
 /// The value checks shared by the fn's own arguments and inherited defaults.
 #[derive(Default)]
 pub(crate) struct Checked {
     pub(crate) krate: Option<Path>,
-    pub(crate) total_timeout: Option<f64>,
-    pub(crate) max_attempts: Option<u32>,
-    pub(crate) backoff: Option<Backoff>,
-    pub(crate) base_delay: Option<f64>,
-    pub(crate) max_delay: Option<f64>,
-    pub(crate) jitter: Option<bool>,
+    pub(crate) declared: Declared,
 }
 
 impl Checked {
     pub(crate) fn of(args: &RetryArgs, ctxt: &Ctxt) -> Self {
-        Self {
-            krate: args.krate.as_ref().and_then(|k| crate_path(k, ctxt)),
+        let declared = Declared {
             total_timeout: args
                 .total_timeout
                 .as_ref()
@@ -187,6 +187,10 @@ impl Checked {
                 .as_ref()
                 .and_then(|s| seconds(sym::MAX_DELAY, s, true, ctxt)),
             jitter: args.jitter.as_ref().map(|j| j.value),
+        };
+        Self {
+            krate: args.krate.as_ref().and_then(|k| crate_path(k, ctxt)),
+            declared,
         }
     }
 }
