@@ -28,7 +28,7 @@ use std::sync::Arc;
 pub struct Registry {
     source: Mutex<Arc<dyn PolicySource>>,
     services: Mutex<HashMap<Arc<str>, Arc<ServiceGuard>>>,
-    // Bumped by every reload so call-site caches know to refresh.
+    // Counts reloads, for callers that want to notice one (guards are updated in place).
     generation: AtomicU64,
     clock: Arc<dyn Clock>,
     sleeper: Option<Arc<dyn Sleeper>>,

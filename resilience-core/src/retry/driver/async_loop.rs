@@ -45,7 +45,7 @@ impl<'a, C> AsyncLoop<'a, C> {
             Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
         };
         let attempt = AtDepth::new(self.inner_depth, attempt);
-        let outcome = if self.state.may_retry {
+        let outcome = if self.state.may_retry() {
             WithDeadline::new(attempt, &mut self.state).await
         } else {
             Some(attempt.await)

@@ -15,8 +15,8 @@ pub(crate) struct LoopState<'a, C> {
     pub(crate) guard: &'a ServiceGuard,
     pub(super) operation: &'a str,
     pub(super) classifier: C,
-    pub(super) may_retry: bool,
-    no_retry_reason: &'static str,
+    /// Why this call may not retry (nested, not idempotent, …), or `None` if it may.
+    no_retry: Option<&'static str>,
     /// A per-call override of the policy's total timeout.
     pub(super) total_override: Option<Duration>,
     /// The attempt about to run or running, from 1.
@@ -33,12 +33,17 @@ impl<'a, C> LoopState<'a, C> {
             guard: call.guard,
             operation: call.operation,
             classifier: call.classifier,
-            may_retry: reason.is_none(),
-            no_retry_reason: reason.unwrap_or(""),
+            no_retry: reason,
             total_override: call.total_timeout,
             attempt: 1,
             start: None,
         }
+    }
+
+    /// Whether this call may retry.
+    #[inline]
+    pub(super) fn may_retry(&self) -> bool {
+        self.no_retry.is_none()
     }
 
     #[inline]
@@ -73,8 +78,8 @@ impl<'a, C> LoopState<'a, C> {
         C: Classifier<E>,
     {
         let (service, op, attempt) = (&*self.guard.service, self.operation, self.attempt);
-        if !self.may_retry {
-            events::giving_up(service, op, attempt, error, self.no_retry_reason);
+        if let Some(reason) = self.no_retry {
+            events::giving_up(service, op, attempt, error, reason);
             return None;
         }
         let hint = match self.classifier.classify(error) {

@@ -40,7 +40,7 @@ impl<'a, C> SyncLoop<'a, C> {
     pub(crate) fn new<I: Idempotency>(call: Call<'a, I, C>) -> Self {
         let depth = current_depth();
         let mut state = LoopState::new(call, depth);
-        if state.may_retry {
+        if state.may_retry() {
             // The deadline counts the first attempt's own (blocking) time, so stamp it now,
             // with the coarse clock: milliseconds of slack on a deadline of seconds, and a
             // third of the cost... of the whole success-path budget.
