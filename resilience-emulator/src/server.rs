@@ -148,9 +148,8 @@ async fn serve_one(
         }
     }
     let request = to_request(&req, path);
-    emu.begin(&request.token);
+    let response = emu.arrive(&request);
     let _in_flight = InFlight(emu, request.token.clone());
-    let response = emu.handle(&request);
     sleeper.sleep(latency.of(request.kind)).await;
     to_hyper(response)
 }

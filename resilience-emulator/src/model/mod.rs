@@ -58,6 +58,17 @@ struct Inner {
     seq: u64,
 }
 
+/// The state of `token`, made on first sight (user ids count up from 1).
+fn token_state<'a>(
+    tokens: &'a mut BTreeMap<String, TokenState>,
+    token: &str,
+) -> &'a mut TokenState {
+    let n = tokens.len() as u64;
+    tokens
+        .entry(token.to_owned())
+        .or_insert_with(|| TokenState::new(n + 1))
+}
+
 /// A token's state at an instant, for dashboards and tests.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TokenSnapshot {
@@ -111,13 +122,7 @@ impl Emulator {
     /// Marks a request of `token` as in flight (call before [`handle_at`](Self::handle_at),
     /// and [`end`](Self::end) when its response has been delivered).
     pub fn begin(&self, token: &str) {
-        let mut inner = self.inner.lock();
-        let n = inner.tokens.len() as u64;
-        inner
-            .tokens
-            .entry(token.to_owned())
-            .or_insert_with(|| TokenState::new(n + 1))
-            .in_flight += 1;
+        token_state(&mut self.inner.lock().tokens, token).in_flight += 1;
     }
 
     /// Ends a request begun with [`begin`](Self::begin).
@@ -167,18 +172,29 @@ impl Emulator {
         })
     }
 
+    /// Marks `request` as in flight and decides it at the clock's current time, under one
+    /// lock: the concurrency limit sees exactly the requests that arrived before this one.
+    /// (A separate [`begin`](Self::begin) then [`handle`](Self::handle) lets a request that
+    /// arrived later be counted against one that arrived earlier.) Pair it with
+    /// [`end`](Self::end) once the response has been delivered.
+    pub fn arrive(&self, request: &Request) -> Response {
+        let mut inner = self.inner.lock();
+        // Read inside the lock, so the log's instants follow its order.
+        let now = self.clock.now();
+        token_state(&mut inner.tokens, &request.token).in_flight += 1;
+        self.decide(&mut inner, request, now)
+    }
+
     /// Decides `request` at `now`: the heart of the model.
     pub fn handle_at(&self, request: &Request, now: Duration) -> Response {
+        self.decide(&mut self.inner.lock(), request, now)
+    }
+
+    fn decide(&self, inner: &mut Inner, request: &Request, now: Duration) -> Response {
         let limits = &self.limits;
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
         inner.seq += 1;
         let seq = inner.seq;
-        let n = inner.tokens.len() as u64;
-        let token = inner
-            .tokens
-            .entry(request.token.clone())
-            .or_insert_with(|| TokenState::new(n + 1));
+        let token = token_state(&mut inner.tokens, &request.token);
         let reset = token.roll_window(now, limits);
         let scripted_end = inner
             .scripted

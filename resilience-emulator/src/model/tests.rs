@@ -93,6 +93,28 @@ fn default_primary_budget_is_5000_and_403() {
 }
 
 #[test]
+fn arrive_counts_only_requests_that_arrived_before() {
+    let limits = Limits {
+        max_concurrency: 2,
+        ..Limits::github()
+    };
+    let (emu, _clock) = emu(limits);
+    // Two arrive and are served: neither is judged against a later arrival.
+    assert_eq!(emu.arrive(&get("/a")).status, 200);
+    assert_eq!(emu.arrive(&get("/b")).status, 200);
+    let third = emu.arrive(&get("/c"));
+    assert_eq!(third.status, 403);
+    assert_eq!(
+        emu.log().last().map(|e| e.outcome),
+        Some(Outcome::SecondaryBreach(SecondaryCause::Concurrency))
+    );
+    for _ in 0..3 {
+        emu.end("tok");
+    }
+    assert_eq!(emu.snapshot("tok", Duration::ZERO).unwrap().in_flight, 0);
+}
+
+#[test]
 fn concurrency_over_100_in_flight_is_a_secondary_breach() {
     let (emu, _clock) = emu(Limits::github());
     for _ in 0..100 {

@@ -38,8 +38,7 @@ impl InProcess {
 
 impl Transport for InProcess {
     async fn send(&self, request: Request) -> Response {
-        self.emulator.begin(&request.token);
-        let response = self.emulator.handle(&request);
+        let response = self.emulator.arrive(&request);
         self.sleeper.sleep(self.latency.of(request.kind)).await;
         self.emulator.end(&request.token);
         response
