@@ -1,6 +1,6 @@
 //! G7 on the squad: the governed side of the incident as 3 OS processes (this test binary
 //! run again as workers), each with its own governor, sharing one quota through a throwaway
-//! `redis-server`, against one loopback emulator on scaled real time (x60: about 25 s in a
+//! `redis-server`, against one loopback emulator on scaled real time (x30: about 50 s in a
 //! debug build). The targets are the issue's: at most 2 rate-limited responses across all
 //! processes, P0 p95 wait at most 1 s, every task finished, goodput at least 0.90; its
 //! "no priority inversion" is not reliably met (see the incident test).
@@ -13,7 +13,14 @@ mod multi;
 use resilience_emulator::squad::Scenario;
 use std::process::Command;
 
-const SPEEDUP: f64 = 60.0;
+/// x30: a scheduling hiccup of 20 real ms is 0.6 s of emulated time, inside the P0 target
+/// of 1 s; at x60 a loaded 2-core machine pushed the P0 p95 past it (1.1 and 1.5 s in two
+/// runs with both tests at once). About 50 s a test in a debug build.
+const SPEEDUP: f64 = 30.0;
+
+/// The two runs take turns: each is 3 workers and an emulator on real time, and two at once
+/// on a 2-core machine measure the machine, not the governor.
+static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn worker_command(test: &'static str) -> impl Fn() -> Command {
     move || {
@@ -28,6 +35,9 @@ fn run(test: &'static str, scenario: Scenario) -> Option<resilience_emulator::sq
         multi::worker_main().expect("worker");
         return None;
     }
+    let _turn = ONE_RUN_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(redis) = multi::LocalRedis::start() else {
         eprintln!("!!!! skipped {test}: no redis-server on the PATH !!!!");
         return None;
