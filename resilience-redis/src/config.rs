@@ -2,6 +2,7 @@
 //! shared resource's quota.
 
 use crate::error::RedisQuotaError;
+use resilience_core::governor::Priority;
 use std::time::Duration;
 
 /// What a process does while Redis is unreachable.
@@ -83,6 +84,18 @@ pub struct RedisQuotaConfig {
     pub reconnect_every: Duration,
     /// Waiting behaviour.
     pub wait: WaitPolicy,
+    /// The express lane: acquires of this priority or a more important one are paid from
+    /// this process's reservation with no round trip while the reservation lasts (reported
+    /// with the next call), so a critical call never waits on Redis while a background call
+    /// of another process, granted a moment earlier, is served. `None` turns it off.
+    /// Default: [`Priority::P0`]. It needs the pub/sub channel: a block set by another
+    /// process shuts it until this process has heard how long the block lasts.
+    pub express: Option<Priority>,
+    /// The most the express lane may have spent and not yet had settled by the server
+    /// (default 8); past it, express acquires ask Redis (and carry the report). If this
+    /// process dies, the server holds back this much of its reservation until the window
+    /// ends and returns the rest after the lease TTL.
+    pub express_allowance: u64,
 }
 
 impl RedisQuotaConfig {
@@ -103,6 +116,18 @@ impl RedisQuotaConfig {
             io_timeout: Duration::from_secs(1),
             reconnect_every: Duration::from_millis(500),
             wait: WaitPolicy::default(),
+            express: Some(Priority::P0),
+            express_allowance: 8,
+        }
+    }
+
+    /// The most of its reservation this process may spend before the server hears of it.
+    pub(crate) fn hold(&self) -> u64 {
+        match (self.on_loss, self.express) {
+            // Offline spending is bounded only by the reservation itself.
+            (OnLoss::Degraded, _) => 1 << 50,
+            (OnLoss::FailClosed, Some(_)) => self.express_allowance,
+            (OnLoss::FailClosed, None) => 0,
         }
     }
 
@@ -156,6 +181,14 @@ impl RedisQuotaConfig {
         self
     }
 
+    /// Sets the express lane's priority bound (`None`: every acquire asks Redis) and its
+    /// allowance.
+    pub fn express(mut self, express: Option<Priority>, allowance: u64) -> Self {
+        self.express = express;
+        self.express_allowance = allowance;
+        self
+    }
+
     /// Checks every setting; errors name the field.
     pub fn validate(&self) -> Result<(), RedisQuotaError> {
         let bad = |field: &'static str, reason: &str| {
@@ -179,6 +212,12 @@ impl RedisQuotaConfig {
         }
         if self.lease_margin >= self.lease_ttl {
             return bad("lease_margin", "below lease_ttl");
+        }
+        if self.express.is_some() && !(1..=1 << 40).contains(&self.express_allowance) {
+            return bad(
+                "express_allowance",
+                "between 1 and 2^40 while express is on",
+            );
         }
         if self.reserve_share_permille > 1000 {
             return bad("reserve_share_permille", "at most 1000");

@@ -15,8 +15,11 @@ pub struct QuotaGrant {
     pub(crate) reset_at_ms: u64,
     pub(crate) ledger: u64,
     pub(crate) from_reserve: bool,
-    /// `Some(generation)` for a grant spent offline from the reservation (degraded mode).
+    /// `Some(generation)` for a grant spent from the reservation before the server heard
+    /// of it: offline (degraded mode), or through the express lane.
     pub(crate) offline: Option<u64>,
+    /// Paid through the express lane while connected: its response is still reported.
+    pub(crate) express: bool,
 }
 
 impl QuotaGrant {
@@ -47,7 +50,12 @@ impl QuotaGrant {
     }
     /// Whether it was granted offline (degraded mode, Redis unreachable).
     pub fn is_offline(&self) -> bool {
-        self.offline.is_some()
+        self.offline.is_some() && !self.express
+    }
+    /// Whether it was paid through the express lane: from this process's reservation with
+    /// no round trip ([`RedisQuotaConfig::express`](crate::RedisQuotaConfig::express)).
+    pub fn is_express(&self) -> bool {
+        self.express
     }
 }
 

@@ -55,6 +55,12 @@ pub(crate) struct Local {
     lease_until: Duration,
     window_until: Duration,
     block_until: Duration,
+    /// The server's grant counter in the newest reply: an express grant's reading is
+    /// reconciled from there (an older position only makes the reading count for less).
+    pub ledger: u64,
+    /// When a block message from another process was heard and no reply sent since has
+    /// said how long the block lasts: the express lane stays shut meanwhile.
+    block_heard: Option<Duration>,
 }
 
 impl Local {
@@ -104,6 +110,10 @@ impl Local {
     pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, margin: Duration) {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
+        if self.block_heard.is_some_and(|heard| t.sent_at > heard) {
+            // Judged after the block was set: its end is in this reply.
+            self.block_heard = None;
+        }
         if r.status == crate::script::FENCED {
             // Our epoch is stale: nothing is ours to spend until a new lease is granted.
             self.server_reserved = 0;
@@ -128,6 +138,7 @@ impl Local {
                 self.window = r.window;
             }
             self.ops = r.ops;
+            self.ledger = r.ledger;
             self.server_reserved = if r.epoch == 0 { 0 } else { r.reserved };
             self.limit = r.limit;
             self.window_ms = r.window_ms;
@@ -172,6 +183,25 @@ impl Local {
         }
         self.offline_unreported += u64::from(cost);
         Ok(self.offline_gen)
+    }
+
+    /// The express lane: spends `cost` of the reservation while connected, to be reported
+    /// with the next call. Refused while a block is known or only heard of, past the
+    /// allowance of unsettled spending (so a dead process's hold stays small), and whenever
+    /// an offline acquire would be (no lease, lease or window about to end, share spent).
+    pub fn express_acquire(&mut self, cost: u32, now: Duration, allowance: u64) -> Option<u64> {
+        let unsettled = self.offline_unreported + self.reporting + u64::from(cost);
+        // An unanchored window has no reset to account the grant to yet.
+        if self.block_heard.is_some() || unsettled > allowance || self.reset_at_ms == 0 {
+            return None;
+        }
+        self.offline_acquire(cost, now).ok()
+    }
+
+    /// Another process set or extended a block (pub/sub): shut the express lane until a
+    /// reply to a request sent after `now` says how long it lasts.
+    pub fn heard_block(&mut self, now: Duration) {
+        self.block_heard = Some(self.block_heard.map_or(now, |t| t.max(now)));
     }
 
     /// Returns an unused offline grant, if its spending has not been reported yet.
@@ -223,6 +253,67 @@ mod tests {
             recv_at: clock.now(),
             conn,
         }
+    }
+
+    #[test]
+    fn g7_express_lane_spends_within_its_allowance_and_reopens_once_the_report_is_settled() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        for _ in 0..4 {
+            assert!(l.express_acquire(2, clock.now(), 8).is_some());
+        }
+        // 8 unsettled: the next one must ask Redis (and carry the report).
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        assert_eq!(l.reserved(), 12);
+        let report = l.take_report();
+        assert_eq!(report, 8);
+        assert_eq!(
+            l.express_acquire(1, clock.now(), 8),
+            None,
+            "a report in flight is still unsettled"
+        );
+        // The server settled it: 20 - 8 left.
+        l.apply(&reply(11, 5, 12), at(&clock, 1), report, MARGIN);
+        assert!(l.express_acquire(1, clock.now(), 8).is_some());
+        assert_eq!(l.reserved(), 11);
+    }
+
+    #[test]
+    fn g7_express_lane_shuts_on_a_heard_block_until_a_reply_sent_after_it() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        let before = at(&clock, 1); // a request already on its way
+        clock.advance(Duration::from_millis(5));
+        l.heard_block(clock.now());
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        // Its reply may predate the block: the lane stays shut.
+        l.apply(&reply(11, 5, 20), before, 0, MARGIN);
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        clock.advance(Duration::from_millis(1));
+        let mut blocked = reply(12, 5, 20);
+        blocked.block_until_ms = blocked.now_ms + 3_000;
+        l.apply(&blocked, at(&clock, 1), 0, MARGIN);
+        // Now the block is known: still shut, until it ends.
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        clock.advance(Duration::from_secs(3));
+        assert!(l.express_acquire(1, clock.now(), 8).is_some());
+    }
+
+    #[test]
+    fn g7_express_lane_needs_an_anchored_window_and_a_lease() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None, "no lease yet");
+        let mut unanchored = reply(10, 5, 20);
+        unanchored.reset_at_ms = 0;
+        l.apply(&unanchored, at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        l.apply(&reply(11, 5, 20), at(&clock, 1), 0, MARGIN);
+        assert!(l.express_acquire(1, clock.now(), 8).is_some());
+        clock.advance(TTL);
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None, "lease ran out");
     }
 
     #[test]

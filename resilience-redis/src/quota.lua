@@ -2,16 +2,17 @@
 --
 -- KEYS (one hash tag, so one cluster slot): 1 state hash, 2 leases hash, 3 lease expiry zset,
 -- 4 held hash (reservations of expired degraded leases), 5 rejoined set (rebuild only).
--- ARGV: 1 op, 2 node, 3 epoch, 4 ttl_ms, 5 offline (1: the node may spend its reservation
--- while Redis is unreachable), 6 limit, 7 window_ms, 8 reserve share (per mille), 9 reserve
--- max, 10 view reset_at, 11 view pool, 12 view members, 13 offline spent to report,
--- 14 local reservation (what the node still holds, for a rebuild), 15 channel, 16.. per op.
+-- ARGV: 1 op, 2 node, 3 epoch, 4 ttl_ms, 5 hold (the most of its reservation the node may
+-- spend before reporting it: all in degraded mode, the express allowance, or 0), 6 limit,
+-- 7 window_ms, 8 reserve share (per mille), 9 reserve max, 10 view reset_at, 11 view pool,
+-- 12 view members, 13 offline or express spending to report, 14 local reservation (what
+-- the node still holds, for a rebuild), 15 channel, 16.. per op.
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
 
 local K_Q, K_L, K_E, K_H, K_R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, node = ARGV[1], ARGV[2]
 local epoch = tonumber(ARGV[3])
-local ttl, offline = tonumber(ARGV[4]), tonumber(ARGV[5])
+local ttl, hold_cap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local a_limit, a_window = tonumber(ARGV[6]), tonumber(ARGV[7])
 local share, rmax = tonumber(ARGV[8]), tonumber(ARGV[9])
 local v_reset, v_pool, v_members = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
@@ -61,19 +62,39 @@ local function publish()
   end
 end
 
--- A lease: epoch, reservation, the window it belongs to, offline flag, expiry (server ms).
+-- Raises the block; `b` tells every process to stop paying from its reservation without
+-- asking (the express lane) until a reply says how long the block lasts.
+local function block_to(until_)
+  if until_ > s.block_until then
+    s.block_until = until_
+    redis.call('PUBLISH', channel, 'b')
+  end
+end
+
+-- Settles the offline or express spending the caller reports: it leaves the reservation,
+-- and counts as granted (readings taken before it will be reconciled against it).
+local function settle_report(l)
+  local cut = math.min(spent_off, l.reserved)
+  l.reserved = l.reserved - cut
+  s.reserved = s.reserved - cut
+  s.ledger = s.ledger + cut
+end
+
+-- A lease: epoch, reservation, the window it belongs to, hold (the most its holder may
+-- have spent without reporting: all of it in degraded mode, the express allowance, or 0),
+-- expiry (server ms).
 local function decode(v)
   if not v then return nil end
-  local e, r, w, o, x = string.match(v, '^(%d+):(%d+):(%d+):(%d):(%d+)$')
+  local e, r, w, o, x = string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
   if not e then return nil end
-  local l = {epoch = tonumber(e), reserved = tonumber(r), win = tonumber(w), offline = tonumber(o),
+  local l = {epoch = tonumber(e), reserved = tonumber(r), win = tonumber(w), hold = tonumber(o),
     exp = tonumber(x)}
   l.raw = v
   return l
 end
 
 local function encode(l)
-  return string.format('%d:%d:%d:%d:%d', l.epoch, l.reserved, l.win, l.offline, l.exp)
+  return string.format('%d:%d:%d:%d:%d', l.epoch, l.reserved, l.win, l.hold, l.exp)
 end
 
 -- Renews a lease. Within the last sixteenth of a TTL the renewal is skipped (one write
@@ -85,16 +106,19 @@ local function renew(n, l)
   end
 end
 
--- Ends a lease: its reservation goes back to the pool, unless the holder may have spent it
--- offline; then it is held until the holder reports what it spent, or the window ends.
+-- Ends a lease: its reservation goes back to the pool, except what the holder may have
+-- spent without reporting (its hold); that is held until the holder reports what it
+-- spent, or the window ends.
 local function retire(n, l)
   if l.win == s.win and l.reserved > 0 then
+    local hold = math.min(l.hold, l.reserved)
     s.reserved = s.reserved - l.reserved
-    if l.offline == 1 then
-      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), d(l.reserved))
-      s.held = s.held + l.reserved
-    else
-      s.pool = s.pool + l.reserved
+    if hold > 0 then
+      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), d(hold))
+      s.held = s.held + hold
+    end
+    if l.reserved > hold then
+      s.pool = s.pool + l.reserved - hold
       publish()
     end
   end
@@ -141,9 +165,7 @@ local function join()
   local l = decode(redis.call('HGET', K_L, node))
   if l and l.epoch == epoch and epoch > 0 then
     if l.win ~= s.win then l.reserved, l.win = 0, s.win end
-    local cut = math.min(spent_off, l.reserved)
-    l.reserved = l.reserved - cut
-    s.reserved = s.reserved - cut
+    settle_report(l)
     lease = l
   else
     if l then retire(node, l) end
@@ -171,13 +193,13 @@ local function join()
       end
     end
     s.seq = s.seq + 1
-    l = {epoch = s.seq, reserved = adopt, win = s.win, offline = offline, exp = 0}
+    l = {epoch = s.seq, reserved = adopt, win = s.win, hold = hold_cap, exp = 0}
     s.reserved = s.reserved + adopt
     s.members = s.members + 1
     fresh = 1
     lease = l
   end
-  lease.offline = offline
+  lease.hold = hold_cap
   renew(node, lease)
 end
 
@@ -202,6 +224,7 @@ local function current_lease()
   local l = decode(redis.call('HGET', K_L, node))
   if l and l.epoch == epoch and epoch > 0 then
     if l.win ~= s.win then l.reserved, l.win = 0, s.win end
+    settle_report(l)
     lease = l
     renew(node, l)
     return true
@@ -210,7 +233,9 @@ local function current_lease()
 end
 
 if op == 'acq' then
-  local cost = tonumber(ARGV[16])
+  -- keep: the part of the reservation its express lane may have spent without reporting
+  -- yet; paying an acquire from it could spend one unit twice.
+  local cost, keep = tonumber(ARGV[16]), tonumber(ARGV[17])
   join()
   if cost > s.limit then
     status, reason = 2, 4
@@ -220,7 +245,7 @@ if op == 'acq' then
     if s.pool >= cost and not recovering then
       s.pool = s.pool - cost
       status = 1
-    elseif lease.reserved >= cost then
+    elseif lease.reserved >= cost + keep then
       lease.reserved = lease.reserved - cost
       s.reserved = s.reserved - cost
       status, from_res = 1, 1
@@ -258,8 +283,7 @@ elseif op == 'obs' then
   local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
   local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
   if reset_after > 0 then h_reset = now + reset_after end
-  local until_ = math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0)
-  if until_ > s.block_until then s.block_until = until_ end
+  block_to(math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0))
   if not current_lease() then
     -- A stale holder's headers may describe quota it no longer owns: only its block counts.
     status = 3
@@ -281,14 +305,11 @@ elseif op == 'obs' then
   end
 elseif op == 'block' then
   local block_ms = tonumber(ARGV[16])
-  if now + block_ms > s.block_until then s.block_until = now + block_ms end
+  block_to(now + block_ms)
   current_lease()
 elseif op == 'leave' then
   if current_lease() then
-    local cut = math.min(spent_off, lease.reserved)
-    lease.reserved = lease.reserved - cut
-    s.reserved = s.reserved - cut
-    lease.offline = 0
+    lease.hold = 0
     retire(node, lease)
     lease = nil
   else

@@ -13,6 +13,7 @@ use redis::aio::MultiplexedConnection;
 use resilience_core::clock::{Clock, MonotonicClock};
 use resilience_core::sleep::{AsyncSleeper, TokioSleeper};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -43,6 +44,8 @@ pub(crate) struct Inner {
     /// Since when Redis has been unreachable (this host's clock), once noticed.
     outage: Mutex<Option<Duration>>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Subscribed to the resources' channels: block messages reach this process.
+    listening: AtomicBool,
 }
 
 impl Drop for Inner {
@@ -104,6 +107,7 @@ impl RedisQuota {
             resources: Mutex::new(Vec::new()),
             outage: Mutex::new(None),
             tasks: Mutex::new(Vec::new()),
+            listening: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&inner);
         let supervisor = runtime.spawn(crate::tasks::supervise(weak.clone()));
@@ -139,7 +143,12 @@ impl RedisQuota {
                     let mut fixed = Fixed::new(&cfg.prefix, name);
                     fixed.node = cfg.node.clone();
                     fixed.ttl_ms = ms(cfg.lease_ttl);
-                    fixed.offline = cfg.on_loss == OnLoss::Degraded;
+                    fixed.hold = cfg.hold();
+                    fixed.keep = if cfg.express.is_some() {
+                        cfg.express_allowance
+                    } else {
+                        0
+                    };
                     fixed.limit = spec.limit;
                     fixed.window_ms = ms(spec.window);
                     fixed.share_permille = cfg.reserve_share_permille;
@@ -181,6 +190,15 @@ pub(crate) fn ms(d: Duration) -> u64 {
 }
 
 impl Inner {
+    /// Whether the pub/sub subscription is live (the express lane needs it).
+    pub fn listening(&self) -> bool {
+        self.listening.load(Ordering::Acquire)
+    }
+
+    pub fn set_listening(&self, on: bool) {
+        self.listening.store(on, Ordering::Release);
+    }
+
     pub fn link_state(&self) -> LinkState {
         match (self.link.is_up(), self.cfg.on_loss) {
             (true, _) => LinkState::Connected,

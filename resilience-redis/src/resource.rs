@@ -67,6 +67,9 @@ impl SharedQuota {
         priority: Priority,
         max_wait: Option<Duration>,
     ) -> Result<QuotaGrant, RedisQuotaError> {
+        if let Some(grant) = self.express(cost, priority) {
+            return Ok(grant);
+        }
         let clock = &self.inner.clock;
         let start = clock.now();
         loop {
@@ -271,6 +274,7 @@ impl SharedQuota {
                 ledger: r.ledger,
                 from_reserve: r.from_reserve,
                 offline: None,
+                express: false,
             })),
             (script::WAIT, script::BLOCKED) => wait(QuotaWaitReason::Blocked),
             (script::WAIT, script::EXHAUSTED) => wait(QuotaWaitReason::Exhausted),
@@ -282,6 +286,32 @@ impl SharedQuota {
             }),
             _ => Err(self.inner.server_error("unexpected script status")),
         }
+    }
+
+    /// The express lane (see [`RedisQuotaConfig::express`](crate::RedisQuotaConfig::express)):
+    /// only while connected and listening for blocks, so a block set anywhere shuts it.
+    fn express(&self, cost: u32, priority: Priority) -> Option<QuotaGrant> {
+        let cfg = &self.inner.cfg;
+        if !cfg.express.is_some_and(|bound| priority <= bound)
+            || !self.inner.link.is_up()
+            || !self.inner.listening()
+        {
+            return None;
+        }
+        let now = self.inner.clock.now();
+        let mut l = self.state.local.lock();
+        let generation = l.express_acquire(cost, now, cfg.express_allowance)?;
+        Some(QuotaGrant {
+            resource: self.state.name.clone(),
+            cost,
+            epoch: l.epoch,
+            window: l.window,
+            reset_at_ms: l.reset_at_ms,
+            ledger: l.ledger,
+            from_reserve: true,
+            offline: Some(generation),
+            express: true,
+        })
     }
 
     fn offline_acquire(&self, cost: u32) -> Result<QuotaDecision, RedisQuotaError> {
@@ -304,6 +334,7 @@ impl SharedQuota {
                 ledger: 0,
                 from_reserve: true,
                 offline: Some(generation),
+                express: false,
             })),
             Err(OfflineRefusal::Blocked(d)) => Ok(QuotaDecision::Wait(QuotaWait {
                 delay: d,

@@ -80,7 +80,12 @@ pub(crate) struct Fixed {
     pub channel: String,
     pub node: String,
     pub ttl_ms: u64,
-    pub offline: bool,
+    /// The most of its reservation this process may spend before the server hears of it
+    /// (what the server holds back if its lease expires).
+    pub hold: u64,
+    /// The part of the reservation the server never pays an acquire from (the express
+    /// allowance: the express lane may have spent it unreported).
+    pub keep: u64,
     pub limit: u64,
     pub window_ms: u64,
     pub share_permille: u32,
@@ -95,7 +100,8 @@ impl Fixed {
             channel: channel(prefix, resource),
             node: String::new(),
             ttl_ms: 0,
-            offline: false,
+            hold: 0,
+            keep: 0,
             limit: 0,
             window_ms: 0,
             share_permille: 0,
@@ -201,7 +207,7 @@ pub(crate) async fn call(
         .arg(&fixed.node)
         .arg(view.epoch)
         .arg(fixed.ttl_ms)
-        .arg(u8::from(fixed.offline))
+        .arg(fixed.hold)
         .arg(fixed.limit)
         .arg(fixed.window_ms)
         .arg(fixed.share_permille)
@@ -214,7 +220,7 @@ pub(crate) async fn call(
         .arg(&fixed.channel);
     match op {
         Op::Acquire { cost } => {
-            inv.arg(cost);
+            inv.arg(cost).arg(fixed.keep);
         }
         Op::Release {
             cost,

@@ -81,17 +81,36 @@ pub(crate) async fn listen(weak: Weak<Inner>) {
         if let Ok(Ok(mut ps)) = pubsub {
             if ps.psubscribe(&pattern).await.is_ok() {
                 let mut stream = ps.into_on_message();
+                if let Some(inner) = weak.upgrade() {
+                    // A block set while we were not subscribed went unheard: the express
+                    // lane opens only after a reply sent from now on.
+                    let now = inner.clock.now();
+                    for res in inner.resources() {
+                        res.local.lock().heard_block(now);
+                    }
+                    inner.set_listening(true);
+                }
                 while let Some(msg) = stream.next().await {
                     let Some(inner) = weak.upgrade() else { return };
                     let channel = msg.get_channel_name();
                     let Some(name) = channel.rsplit(':').next() else {
                         continue;
                     };
+                    // `b`: a block was set or extended; anything else: quota came back.
+                    let block = msg.get_payload_bytes() == b"b";
                     for res in inner.resources() {
                         if &*res.name == name {
-                            res.wake.notify_waiters();
+                            if block {
+                                res.local.lock().heard_block(inner.clock.now());
+                            } else {
+                                res.wake.notify_waiters();
+                            }
                         }
                     }
+                }
+                // Blocks may now go unheard: shut the express lane until subscribed again.
+                if let Some(inner) = weak.upgrade() {
+                    inner.set_listening(false);
                 }
             }
         }

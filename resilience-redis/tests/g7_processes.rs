@@ -27,6 +27,9 @@ struct Report {
     per_window: BTreeMap<u64, u64>,
     offline: u64,
     online: u64,
+    /// Paid through the express lane (no round trip).
+    express: u64,
+
     unavailable: u64,
     errors: Vec<String>,
 }
@@ -39,9 +42,12 @@ fn collect(children: Vec<Child>, outs: Vec<Receiver<String>>) -> Report {
         for line in rx.iter() {
             let f: Vec<&str> = line.split_whitespace().collect();
             match f.as_slice() {
-                ["GRANT", reset, cost, offline, ..] => {
+                ["GRANT", reset, cost, offline, rest @ ..] => {
                     let (reset, cost): (u64, u64) = (reset.parse().unwrap(), cost.parse().unwrap());
                     *r.per_window.entry(reset).or_default() += cost;
+                    if rest.get(2) == Some(&"1") {
+                        r.express += cost;
+                    }
                     if *offline == "1" {
                         r.offline += cost;
                     } else {
@@ -63,6 +69,8 @@ fn spawn_all(jobs: &[Job]) -> (Vec<Child>, Vec<Receiver<String>>) {
     (children, outs)
 }
 
+/// Half the tasks ask at P0, so the express lane (paid from each process's reservation
+/// with no round trip, reported later) races the pool on every host.
 #[test]
 fn g7_processes_never_exceed_the_quota_of_any_window() {
     let Some(srv) = server() else { return };
@@ -71,12 +79,15 @@ fn g7_processes_never_exceed_the_quota_of_any_window() {
         .map(|i| {
             let mut j = Job::new("spend", &srv.url, &p, &format!("w{i}"));
             (j.limit, j.window_ms, j.run_ms, j.tasks) = (60, 400, 2_500, 4);
+            (j.share_permille, j.p0_tasks) = (300, 2);
             j
         })
         .collect();
     let (children, outs) = spawn_all(&jobs);
     let r = collect(children, outs);
+    eprintln!("g7 processes: {r:?}");
     assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.express > 0, "the express lane was never used: {r:?}");
     for (reset, spent) in &r.per_window {
         assert!(
             *spent <= 60,
@@ -101,7 +112,7 @@ fn g7_outage_processes_degrade_recover_and_overspend_nothing() {
         .map(|i| {
             let mut j = Job::new("spend", &srv.url, &p, &format!("w{i}"));
             (j.limit, j.window_ms, j.ttl_ms, j.share_permille) = (400, 30_000, 3_000, 300);
-            (j.run_ms, j.pace_ms, j.tasks) = (6_000, 20, 2);
+            (j.run_ms, j.pace_ms, j.tasks, j.p0_tasks) = (6_000, 20, 2, 1);
             j
         })
         .collect();
@@ -164,6 +175,7 @@ async fn g7_killed_holder_reservation_returns_after_the_ttl() {
     let mut job = Job::new("hold", &srv.url, &p, "holder");
     (job.limit, job.window_ms, job.ttl_ms, job.share_permille) = (100, 60_000, 1_000, 200);
     job.degraded = false; // fail-closed: the reservation can never be spent offline
+    job.express = false; // ... nor through the express lane
     let mut child = job.spawn(&WORKER_ARGS);
     let rx = lines(&mut child);
     let ready = wait_line(&rx, "READY");
@@ -207,6 +219,33 @@ async fn g7_killed_degraded_holder_reservation_is_held_not_regranted() {
     // until it reports or the window ends.
     assert_eq!((after.members, after.held), (1, reserved), "{after:?}");
     assert_eq!(after.pool, before.pool, "{after:?}");
+}
+
+/// Fail-closed with the express lane on (the default): the dead holder may have spent up
+/// to its express allowance (8) without reporting it, so that much is held until the window
+/// ends and the rest of its reservation returns after the TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_killed_express_holder_returns_all_but_its_express_allowance_after_the_ttl() {
+    let Some(srv) = server() else { return };
+    let p = prefix("xhold");
+    let mut job = Job::new("hold", &srv.url, &p, "holder");
+    (job.limit, job.window_ms, job.ttl_ms, job.share_permille) = (100, 60_000, 1_000, 200);
+    job.degraded = false;
+    let mut child = job.spawn(&WORKER_ARGS);
+    let rx = lines(&mut child);
+    let reserved: u64 = wait_line(&rx, "READY")[1].parse().unwrap();
+    assert!(
+        reserved > 8,
+        "a reservation larger than the allowance: {reserved}"
+    );
+    let obs = observer(&srv.url, &p, OnLoss::FailClosed).await;
+    let before = obs.snapshot().await.expect("snapshot");
+    child.kill().expect("kill the holder");
+    let _ = child.wait();
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let after = obs.snapshot().await.expect("snapshot");
+    assert_eq!((after.members, after.held), (1, 8), "{after:?}");
+    assert_eq!(after.pool, before.pool + reserved - 8, "{after:?}");
 }
 
 #[test]

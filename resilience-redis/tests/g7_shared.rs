@@ -350,3 +350,82 @@ async fn g7_g5_an_idle_holder_keeps_its_lease_through_the_heartbeat() {
         "same lease"
     );
 }
+
+/// Asks at P1 (one round trip, anchoring the window and answering after the pub/sub
+/// subscription) until a P0 acquire goes through the express lane; `None` after 2 s.
+async fn express_ready(q: &SharedQuota) -> Option<resilience_redis::QuotaGrant> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        let _ = go(q.try_acquire(1).await.expect("acquire"));
+        let g = q.acquire(1, Priority::P0).await.expect("acquire at P0");
+        if g.is_express() {
+            return Some(g);
+        }
+        tokio::time::sleep(MS(20)).await;
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_express_lane_p0_acquires_take_no_round_trip_and_are_reported_later() {
+    let Some(srv) = server() else { return };
+    let c = cfg(&srv.url, &prefix("express"), "a").reserve_share_permille(500);
+    let (_r, q) = quota(c, 1_000, MS(60_000)).await;
+    let first = express_ready(&q).await.expect("the express lane opened");
+    assert!(first.from_reserve() && !first.is_offline());
+    let before = srv.calls("evalsha");
+    let reserved = q.snapshot().await.expect("snapshot").reserved;
+    // The snapshot carried the first grant's report: 8 may be unsettled again.
+    let mut grants = Vec::new();
+    for _ in 0..8 {
+        let g = q.acquire(1, Priority::P0).await.expect("acquire at P0");
+        assert!(g.is_express(), "{g:?}");
+        grants.push(g);
+    }
+    if srv.owned() {
+        // The snapshot above was the one round trip; eight P0 acquires made none.
+        assert_eq!(
+            srv.calls("evalsha") - before,
+            1,
+            "no EVALSHA per express acquire"
+        );
+    }
+    // The allowance (8 unsettled) is spent: the next asks Redis, carrying the report, and
+    // the server's reservation drops by what was spent.
+    let asked = q.acquire(1, Priority::P0).await.expect("acquire at P0");
+    assert!(!asked.is_express(), "{asked:?}");
+    let after = q.snapshot().await.expect("snapshot");
+    assert!(
+        after.reserved + 8 <= reserved,
+        "the 8 express grants were settled from the reservation: {reserved} -> {after:?}"
+    );
+    // Their responses are reported like any other: a rate limit blocks every node.
+    let limited = Observation::from_headers(429, [("retry-after", "2")]);
+    let g = grants.pop().expect("a grant");
+    assert_eq!(
+        q.observe(Some(g), &limited).await.expect("observe"),
+        Settled::Applied
+    );
+    let s = q.snapshot().await.expect("snapshot");
+    assert!(s.blocked_for.is_some_and(|d| d > MS(1_500)), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_a_block_set_by_another_node_shuts_the_express_lane_at_once() {
+    let Some(srv) = server() else { return };
+    let p = prefix("xblock");
+    let c = |n| cfg(&srv.url, &p, n).reserve_share_permille(500);
+    let (_ra, a) = quota(c("a"), 1_000, MS(60_000)).await;
+    let (_rb, b) = quota(c("b"), 1_000, MS(60_000)).await;
+    assert!(express_ready(&a).await.is_some(), "a's express lane opened");
+    let g = go(b.try_acquire(1).await.expect("acquire"));
+    let limited = Observation::from_headers(429, [("retry-after", "3")]);
+    b.observe(Some(g), &limited).await.expect("observe");
+    // a has made no call since: only the pub/sub message can tell it.
+    tokio::time::sleep(MS(200)).await;
+    let e = a
+        .acquire_within(1, Priority::P0, Some(MS(300)))
+        .await
+        .expect_err("a P0 acquire during b's block must wait");
+    assert!(matches!(e, RedisQuotaError::WaitTooLong { .. }), "{e:?}");
+}

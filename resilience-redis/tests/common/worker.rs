@@ -29,6 +29,10 @@ pub struct Job {
     pub run_ms: u64,
     pub pace_ms: u64,
     pub tasks: u32,
+    /// How many of the `spend` tasks ask at P0 (the express lane), the rest at P1.
+    pub p0_tasks: u32,
+    /// The express lane on (the default) or off.
+    pub express: bool,
 }
 
 impl Job {
@@ -46,6 +50,8 @@ impl Job {
             run_ms: 2_000,
             pace_ms: 0,
             tasks: 4,
+            p0_tasks: 0,
+            express: true,
         }
     }
 
@@ -66,6 +72,8 @@ impl Job {
             .env("G7_RUN_MS", self.run_ms.to_string())
             .env("G7_PACE_MS", self.pace_ms.to_string())
             .env("G7_TASKS", self.tasks.to_string())
+            .env("G7_P0_TASKS", self.p0_tasks.to_string())
+            .env("G7_EXPRESS", if self.express { "1" } else { "0" })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -96,6 +104,8 @@ impl Job {
             run_ms: num("G7_RUN_MS"),
             pace_ms: num("G7_PACE_MS"),
             tasks: u32::try_from(num("G7_TASKS")).unwrap_or(1).max(1),
+            p0_tasks: u32::try_from(num("G7_P0_TASKS")).unwrap_or(0),
+            express: var("G7_EXPRESS") != "0",
         })
     }
 
@@ -115,6 +125,7 @@ impl Job {
                 OnLoss::FailClosed
             })
             .reserve_share_permille(self.share_permille)
+            .express(self.express.then_some(Priority::P0), 8)
             .timeouts(ms(500), ms(300))
             .reconnect_every(ms(100))
             .wait(wait)
@@ -188,27 +199,33 @@ async fn run(job: Job) {
 }
 
 /// Acquires as fast as allowed (or every `pace_ms`) for `run_ms` on `tasks` tasks; prints
-/// every grant: `GRANT <reset_at_ms> <cost> <offline> <epoch> <t_ms>`.
+/// every grant: `GRANT <reset_at_ms> <cost> <offline> <epoch> <t_ms> <express>`.
 async fn spend(job: &Job, quota: &resilience_redis::SharedQuota) {
     let start = Instant::now();
     let stop = start + Duration::from_millis(job.run_ms);
     let unavailable = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
-    for _ in 0..job.tasks {
+    for task in 0..job.tasks {
         let (q, un, pace) = (quota.clone(), unavailable.clone(), job.pace_ms);
+        let priority = if task < job.p0_tasks {
+            Priority::P0
+        } else {
+            Priority::P1
+        };
         handles.push(tokio::spawn(async move {
             let mut lines = Vec::new();
             while Instant::now() < stop {
                 let left = stop.saturating_duration_since(Instant::now());
                 let bound = left.min(Duration::from_millis(300));
-                match q.acquire_within(1, Priority::P1, Some(bound)).await {
+                match q.acquire_within(1, priority, Some(bound)).await {
                     Ok(g) => lines.push(format!(
-                        "GRANT {} {} {} {} {}",
+                        "GRANT {} {} {} {} {} {}",
                         g.reset_at_ms(),
                         g.cost(),
                         u8::from(g.is_offline()),
                         g.epoch(),
-                        start.elapsed().as_millis()
+                        start.elapsed().as_millis(),
+                        u8::from(g.is_express())
                     )),
                     Err(RedisQuotaError::Unavailable { .. }) => {
                         un.fetch_add(1, Ordering::Relaxed);
