@@ -292,7 +292,7 @@ impl SharedQuota {
     /// only while connected and listening for blocks, so a block set anywhere shuts it.
     fn express(&self, cost: u32, priority: Priority) -> Option<QuotaGrant> {
         let cfg = &self.inner.cfg;
-        if !cfg.express.is_some_and(|bound| priority <= bound)
+        if cfg.express.is_none_or(|bound| priority > bound)
             || !self.inner.link.is_up()
             || !self.inner.listening()
         {
