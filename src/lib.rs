@@ -131,7 +131,8 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// - The return type is a `Result` (any path whose last segment is `Result`, such as
 ///   `app::Result<T>`), or `impl Future<Output = Result<..>>` for a non-async fn.
 /// - The error type `E` implements `From<resilience::ResilienceError>` and `Display`.
-/// - Not a `const fn` nor an `extern` fn; a retried fn does not take `self` by value.
+/// - Not a `const fn` nor an `extern` fn; a retried fn takes `&self` or `&mut self`, not
+///   `self` by value nor through a smart pointer (`Box<Self>`, `Rc<Self>`, `Arc<Self>`, `Pin<…>`).
 /// - A retried fn's by-value arguments are `Clone` (M4, below).
 /// - Arguments are known, given once, literal, and in range (`max_attempts ≥ 1`, seconds
 ///   finite and not negative, a known backoff name, a non-empty service).
