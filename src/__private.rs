@@ -80,6 +80,3 @@ pub async fn async_once<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
         .run_once_async(attempt)
         .await
 }
-
-/// `Clone` by absolute path, for the per-argument `RetryArg` traits (M4).
-pub use ::core::clone::Clone;

@@ -78,7 +78,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     } else {
         fresh::Fresh::none()
     };
-    let shadows = fresh::shadows(&fresh.bindings, &p);
+    let shadows = fresh::shadows(&fresh.bindings);
     let attempt_body = if fresh.bindings.is_empty() {
         quote!(#body)
     } else {

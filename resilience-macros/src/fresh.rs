@@ -71,8 +71,9 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
     }
 }
 
-/// The `let`s that start each attempt; `p` is the path to `__private`.
-pub(crate) fn shadows(bindings: &[Binding], p: &TokenStream) -> TokenStream {
+/// The `let`s that start each attempt. `Clone` is named through `::core` (always there,
+/// whatever `crate = "…"` points at).
+pub(crate) fn shadows(bindings: &[Binding]) -> TokenStream {
     bindings
         .iter()
         .map(|b| {
@@ -94,11 +95,11 @@ pub(crate) fn shadows(bindings: &[Binding], p: &TokenStream) -> TokenStream {
             quote! {
                 let #mutability #ident = {
                     #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
-                    trait RetryArg: #p::Clone {}
-                    impl<T: #p::Clone> RetryArg for T {}
+                    trait RetryArg: ::core::clone::Clone {}
+                    impl<T: ::core::clone::Clone> RetryArg for T {}
                     #[inline(always)]
                     fn fresh<T: RetryArg>(original: &T) -> T {
-                        #p::Clone::clone(original)
+                        ::core::clone::Clone::clone(original)
                     }
                     fresh::<#infer>(&#ident)
                 };
