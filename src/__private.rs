@@ -1,7 +1,9 @@
 //! What macro expansions name, by absolute path. Not public API: may change in any release.
 //!
 //! Expansions of `#[retry_service_operation]` put one `CallSite` in a `static` inside the
-//! annotated fn and drive `sync_loop` or `async_loop` with the fn body as each attempt.
+//! annotated fn and drive `sync_loop` or `async_loop` with the fn body as each attempt (or
+//! `sync_once` / `async_once` for a fn that runs once); each retried attempt starts from
+//! clones of the by-value arguments (M4).
 
 pub use ::core::future::Future;
 pub use ::core::ops::ControlFlow;
@@ -52,8 +54,6 @@ pub fn async_loop<I: Idempotency>(
         .idempotency(idempotency)
         .async_loop()
 }
-
-// ===== ADDITIONS from wip/macros: what the attribute's expansion needs beyond the above =====
 
 /// `Option::Some(..)` in generated `CodeDeclared` literals, named by absolute path.
 pub use ::core::option::Option;

@@ -91,7 +91,8 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// `E::from(ResilienceError)`.
 ///
 /// Within the body, `?` and `return` end the current attempt, not the call: the next attempt
-/// (if any) runs the whole body again, borrowing `self` and the arguments afresh.
+/// (if any) runs the whole body again, borrowing `self` afresh and starting from fresh clones
+/// of the by-value arguments (M4).
 ///
 /// Works on free fns, `&self` and `&mut self` methods, trait impl methods and trait default
 /// methods, generic fns with where clauses, fns with lifetimes and `impl Trait` arguments
@@ -130,17 +131,28 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// - The return type is a `Result` (any path whose last segment is `Result`, such as
 ///   `app::Result<T>`), or `impl Future<Output = Result<..>>` for a non-async fn.
 /// - The error type `E` implements `From<resilience::ResilienceError>` and `Display`.
-/// - Not a `const fn` nor an `extern` fn; a retried fn does not take `self` by value.
+/// - Not a `const fn` nor an `extern` fn; a retried fn takes `&self` or `&mut self`, not
+///   `self` by value nor through a smart pointer (`Box<Self>`, `Rc<Self>`, `Arc<Self>`, `Pin<…>`).
+/// - A retried fn's by-value arguments are `Clone` (M4, below).
 /// - Arguments are known, given once, literal, and in range (`max_attempts ≥ 1`, seconds
 ///   finite and not negative, a known backoff name, a non-empty service).
 ///
 /// # Arguments consumed by the body (M4)
 ///
-/// A retried body runs once per attempt, so it cannot consume an argument by value: rustc
-/// rejects that with "use of moved value: `arg`… value moved here, in previous iteration of
-/// loop", naming the argument. Take the argument by reference, clone it inside the body, or
-/// (if the operation must run once anyway) drop `idempotent`: a fn that is not retried may
-/// consume its arguments.
+/// A retried body runs once per attempt, so each attempt starts from its own clone of every
+/// argument whose type is not a reference (each binding of a pattern argument such as
+/// `(a, b): (String, u8)`, `mut` ones included): the body may move or mutate them, and the
+/// next attempt still sees the values the caller passed.
+///
+/// Such arguments must be `Clone` (an `impl Trait` argument says so: `impl AsRef<str> + Clone`),
+/// even if the body only borrows them. One that is not is a compile error on that argument,
+/// naming it: "argument `body` of a retried fn is taken by value, but `Payload` is not `Clone`",
+/// with the fixes: take it by reference, make its type `Clone`, or drop `idempotent`.
+///
+/// The cost is one clone per by-value argument per attempt, including the first: nothing for
+/// `Copy` types, a copy of the data for an owned `String` or `Vec`. Take `&str` or `&[T]` to
+/// avoid it. A fn that is not retried runs its body once, with no clone and no `Clone` bound:
+/// it may consume its arguments as written.
 ///
 /// # `impl Future` fns
 ///

@@ -1,8 +1,8 @@
 //! C13 through the attribute: attribute arguments are the code-declared layer, so the global
 //! env vars and the per-service JSON override beat them.
 //!
-//! Needs the real runtime behind `resilience::__private` (the lead's merge); against the
-//! branch's temporary stand-in, which ignores the environment, it fails by design.
+//! It goes through the real runtime behind `resilience::__private`, which reads the
+//! environment on first use.
 //!
 //! One test in its own binary: it sets process-wide env vars before the first guarded call.
 

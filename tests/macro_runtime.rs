@@ -1,8 +1,8 @@
 //! What annotated fns get from the runtime: the breaker (M2, B1), the nesting guard (R6), the
 //! total deadline (R7) and retry events (R8), observed through the attribute alone.
 //!
-//! These need the real drivers behind `resilience::__private` (the lead's runtime); against
-//! the branch's temporary stand-in, which only loops, they fail by design.
+//! They go through the real drivers behind `resilience::__private` (breaker, nesting guard,
+//! deadline, events), so they fail if the expansion stops reaching them.
 //!
 //! No real sleeps: retrying fns use `backoff = "none"`, and the deadline test stops before
 //! its first backoff. Each test has its own services, so breakers never interact.

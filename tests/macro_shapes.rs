@@ -192,7 +192,8 @@ static GENERIC: Attempts = Attempts::new();
 fn first_matching<'a, T, F>(items: &'a [T], pred: F) -> Result<&'a T, ApiError>
 where
     T: PartialEq + std::fmt::Debug,
-    F: Fn(&T) -> bool,
+    // Each attempt starts from its own clone of `pred` (M4).
+    F: Fn(&T) -> bool + Clone,
 {
     GENERIC.fail_until(2)?;
     items.iter().find(|x| pred(x)).ok_or(ApiError::Flaky(0))
@@ -311,6 +312,61 @@ async fn r3_impl_future_fn_gets_a_fresh_future_per_attempt() {
     assert_eq!(c.fetch(7).await, Ok(7));
     assert_eq!(c.bodies.load(Ordering::SeqCst), 3);
     assert_eq!(c.polls.load(Ordering::SeqCst), 3);
+}
+
+// ===== by-value arguments of retried fns (M4) =====
+
+static FRESH: Attempts = Attempts::new();
+
+/// Each attempt mutates and consumes its `items` and `label`; the lengths it saw on entry.
+#[retry_service_operation(
+    service = "shapes_fresh",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none"
+)]
+fn consume_args(mut items: Vec<u32>, (label, n): (String, u8)) -> Result<Vec<usize>, ApiError> {
+    let seen = vec![items.len(), label.len(), usize::from(n)];
+    items.push(FRESH.next());
+    drop(items);
+    let owned: String = label;
+    if FRESH.count() < 3 {
+        return Err(ApiError::Flaky(owned.len() as u32));
+    }
+    Ok(seen)
+}
+
+#[test]
+fn m4_each_attempt_gets_the_original_value_of_a_consumed_argument() {
+    // Attempts 1 and 2 pushed to and dropped their `items`; attempt 3 still saw 2 items.
+    assert_eq!(
+        consume_args(vec![7, 8], ("ab".into(), 5)),
+        Ok(vec![2, 2, 5])
+    );
+    assert_eq!(FRESH.count(), 3);
+}
+
+static FRESH_ASYNC: Attempts = Attempts::new();
+
+#[retry_service_operation(
+    service = "shapes_fresh_async",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none"
+)]
+async fn consume_args_async(mut items: Vec<u32>) -> Result<usize, ApiError> {
+    let seen = items.len();
+    items.push(0);
+    tokio::task::yield_now().await;
+    drop(items);
+    let a = FRESH_ASYNC.fail_until(3)?;
+    Ok(seen * 10 + a as usize)
+}
+
+#[tokio::test]
+async fn m4_each_async_attempt_gets_the_original_value_of_a_consumed_argument() {
+    assert_eq!(consume_args_async(vec![1]).await, Ok(13));
+    assert_eq!(FRESH_ASYNC.count(), 3);
 }
 
 // ===== not idempotent (M2, M4) =====

@@ -1,8 +1,9 @@
 //! Code generation from a validated [`Plan`]. No checks here: everything was decided by
 //! [`validate`](crate::validate).
 //!
-//! The signature is re-emitted untouched; only the body changes. It becomes an attempt loop
-//! in place, each attempt being the original body in a closure (sync) or an `async` block
+//! The signature is re-emitted untouched (except that a retried fn's `mut` argument bindings
+//! move into the attempt, see [`fresh`](crate::fresh)); only the body changes. It becomes an
+//! attempt loop in place, each attempt being the original body in a closure (sync) or an `async` block
 //! (async), so `?` and `return` end the current attempt only, and borrows of `self` and the
 //! arguments end with each attempt. For a sync idempotent fn:
 //!
@@ -11,7 +12,10 @@
 //!     static __RESILIENCE_SITE: P::CallSite = P::CallSite::new("plan_service", "get_plan", …);
 //!     let mut driver = P::sync_loop(&__RESILIENCE_SITE, P::Idempotent);
 //!     loop {
-//!         if let P::ControlFlow::Break(r) = driver.step(|| -> Result<Plan, MyErr> <body>) {
+//!         if let P::ControlFlow::Break(r) = driver.step(|| -> Result<Plan, MyErr> {
+//!             let id = <clone of id>; // one per by-value argument (M4)
+//!             <body>
+//!         }) {
 //!             break r;
 //!         }
 //!     }
@@ -20,9 +24,12 @@
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
 //! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
-//! by value: no loop, so its body may move its arguments (M4). A body that moves an argument in a retried fn is rejected by
-//! rustc with "value moved here, in previous iteration of loop", naming the argument (M4).
+//! by value: no loop, so its body may move its arguments as written (M4). In a retried fn,
+//! each attempt first shadows every by-value argument with a clone of it
+//! ([`fresh`](crate::fresh)), so the attempt only borrows the originals and its body may
+//! consume the clones; a non-`Clone` argument is an error naming it (M4).
 
+use crate::fresh;
 use crate::item::ItemFn;
 use crate::validate::{Backoff, Declared, Plan, Shape};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
@@ -37,12 +44,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let p = private(plan);
     let site = Ident::new("__RESILIENCE_SITE", Span::mixed_site());
     let site_static = site_static(plan, &site, &p);
-    // Located at the error type too: an `.await` on the driver is reported from the start
-    // of its receiver expression.
-    let driver = Ident::new(
-        "resilience_driver",
-        Span::mixed_site().located_at(plan.error_span),
-    );
+    let driver = Ident::new("resilience_driver", Span::mixed_site());
     let result = Ident::new("resilience_result", Span::mixed_site());
     let attempt = Ident::new("resilience_attempt", Span::mixed_site());
     // Sync attempts are closures whose declared return type lets `?` and `return` infer;
@@ -57,22 +59,38 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
     let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
     let await_ = quote_spanned!(plan.error_span=> .await);
-    let once_fut = Ident::new(
-        "resilience_once",
-        Span::mixed_site().located_at(plan.error_span),
-    );
-    // The retry loop's driver bounds `E` less readably than `RetryableError` does; when `E`
-    // can be named, ask for the readable check first (on the error type's span).
+    // The futures awaited are bound to locals spanned exactly on the error type (same span,
+    // same hygiene context as the check below): an `.await` re-checks the future's bounds on
+    // `E` at its receiver, and rustc drops an error implied by one already reported at the
+    // same span, so a missing `From<ResilienceError>` is reported once, readably. The body
+    // cannot see these names: it sits inside their own initializer.
+    let once_fut = Ident::new("resilience_once", plan.error_span);
+    let step_fut = Ident::new("resilience_step", plan.error_span);
+    // The drivers bound `E` less readably than `RetryableError` does; when `E` can be named,
+    // ask for the readable check first (on the error type's span).
     let check = plan.error_ty.as_ref().map(|e| {
         quote_spanned! {plan.error_span=> #p::assert_retryable_error::<#e>(); }
     });
+
+    // M4: a retried attempt starts from fresh clones of the by-value arguments.
+    let fresh = if plan.idempotent {
+        fresh::of(&item.sig)
+    } else {
+        fresh::Fresh::none()
+    };
+    let shadows = fresh::shadows(&fresh.bindings);
+    let attempt_body = if fresh.bindings.is_empty() {
+        quote!(#body)
+    } else {
+        quote!({ #shadows #body })
+    };
 
     let guarded = match (plan.shape, plan.idempotent) {
         (Shape::Sync, true) => quote! {
             #check
             let mut #driver = #p::sync_loop(&#site, #p::Idempotent);
             loop {
-                if let #p::ControlFlow::Break(#result) = #driver.#step(|| -> #ty #body) {
+                if let #p::ControlFlow::Break(#result) = #driver.#step(|| -> #ty #attempt_body) {
                     break #result;
                 }
             }
@@ -84,12 +102,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             #check
             let mut #driver = #p::async_loop(&#site, #p::Idempotent);
             loop {
-                if let #p::ControlFlow::Break(#result) = #driver.#step(async { #edge #body }) #await_ {
+                let #step_fut = #driver.#step(async { #edge #shadows #body });
+                if let #p::ControlFlow::Break(#result) = #step_fut #await_ {
                     break #result;
                 }
             }
         },
         (Shape::AsyncFn, false) => quote_spanned! {plan.error_span=>
+            #check
             let #once_fut = #async_once(&#site, async { #edge #body });
             #once_fut #await_
         },
@@ -101,8 +121,9 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                 let mut #driver = #p::async_loop(&#site, #p::Idempotent);
                 loop {
                     #[allow(clippy::redundant_closure_call)]
-                    let #attempt = (|| #body)();
-                    if let #p::ControlFlow::Break(#result) = #driver.#step(#attempt) #await_ {
+                    let #attempt = (|| #attempt_body)();
+                    let #step_fut = #driver.#step(#attempt);
+                    if let #p::ControlFlow::Break(#result) = #step_fut #await_ {
                         break #result;
                     }
                 }
@@ -110,20 +131,32 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         },
         // One attempt: the body runs now, as it did unguarded, and only its future is
         // captured, so the returned future borrows nothing more than before.
-        (Shape::ImplFuture, false) => quote! {
-            #[allow(clippy::redundant_closure_call)]
-            let #attempt = (|| #body)();
-            async move {
-                let #once_fut = #async_once(&#site, #attempt);
-                #once_fut #await_
+        // The returned block is spanned on the error type too: its future's bounds are
+        // checked there (see `once_fut`).
+        (Shape::ImplFuture, false) => {
+            let fut = quote_spanned! {plan.error_span=>
+                async move {
+                    let #once_fut = #async_once(&#site, #attempt);
+                    #once_fut #await_
+                }
+            };
+            quote! {
+                #check
+                #[allow(clippy::redundant_closure_call)]
+                let #attempt = (|| #body)();
+                #fut
             }
-        },
+        }
     };
-    item.with_body(quote! { #site_static #guarded })
+    let body = quote! { #site_static #guarded };
+    match &fresh.sig {
+        Some(sig) => item.with_sig_and_body(sig, body),
+        None => item.with_body(body),
+    }
 }
 
 /// `tokens` with every span set to `span`.
-fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+pub(crate) fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
     tokens
         .clone()
         .into_iter()

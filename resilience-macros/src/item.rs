@@ -11,8 +11,11 @@ use syn::{Attribute, Signature, Token, Visibility};
 
 /// An fn item, a method in an `impl` or a trait method with a default body.
 pub(crate) struct ItemFn {
-    /// Everything before the body, as written: re-emitted untouched.
+    /// Everything before the body, as written: re-emitted untouched unless the signature's
+    /// patterns must change ([`ItemFn::with_sig_and_body`]).
     header: TokenStream,
+    attrs: Vec<Attribute>,
+    vis: Visibility,
     pub(crate) sig: Signature,
     /// `{ … }`, untouched. `None` for a trait method declaration (`fn f(&self);`).
     pub(crate) body: Option<Group>,
@@ -34,8 +37,8 @@ impl ItemFn {
         let header: TokenStream = tokens.into_iter().collect();
         let has_body = body.is_some();
         let parser = |input: ParseStream<'_>| {
-            input.call(Attribute::parse_outer)?;
-            input.parse::<Visibility>()?;
+            let attrs = input.call(Attribute::parse_outer)?;
+            let vis = input.parse::<Visibility>()?;
             let sig: Signature = input.parse()?;
             if !has_body {
                 input.parse::<Token![;]>()?;
@@ -43,15 +46,31 @@ impl ItemFn {
             if !input.is_empty() {
                 return Err(input.error("expected the fn body `{ … }`"));
             }
-            Ok(sig)
+            Ok((attrs, vis, sig))
         };
-        let sig = parser.parse2(header.clone())?;
-        Ok(Self { header, sig, body })
+        let (attrs, vis, sig) = parser.parse2(header.clone())?;
+        Ok(Self {
+            header,
+            attrs,
+            vis,
+            sig,
+            body,
+        })
     }
 
     /// The fn re-emitted with another body.
     pub(crate) fn with_body(&self, body: TokenStream) -> TokenStream {
-        let mut out = self.header.clone();
+        self.emit(self.header.clone(), body)
+    }
+
+    /// The fn re-emitted with another signature (same type, other patterns) and body.
+    pub(crate) fn with_sig_and_body(&self, sig: &Signature, body: TokenStream) -> TokenStream {
+        let (attrs, vis) = (&self.attrs, &self.vis);
+        self.emit(quote::quote!(#(#attrs)* #vis #sig), body)
+    }
+
+    fn emit(&self, header: TokenStream, body: TokenStream) -> TokenStream {
+        let mut out = header;
         let span = self
             .body
             .as_ref()

@@ -10,6 +10,7 @@ mod args;
 mod defaults;
 mod diag;
 mod expand;
+mod fresh;
 mod item;
 mod validate;
 

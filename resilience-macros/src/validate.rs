@@ -363,9 +363,11 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
     }
     if idempotent {
         if let Some(FnArg::Receiver(r)) = sig.inputs.first() {
-            let by_value =
-                r.reference.is_none() && (r.colon_token.is_none() || is_self_type(&r.ty));
-            if by_value {
+            // Any receiver but a reference: `self`, `mut self`, `self: Self`, and smart
+            // pointers (`Box<Self>`, `Rc<Self>`, `Arc<Self>`, `Pin<…>`). Even a cloneable
+            // `Rc<Self>` is refused: `self` cannot be rebound, so an attempt cannot be given a
+            // fresh one as other by-value arguments are (M4).
+            if !matches!(&*r.ty, Type::Reference(_)) {
                 ctxt.error(
                     r.self_token.span,
                     "a retried fn cannot take `self` by value: the first attempt would consume it. Take `&self` or `&mut self`, or drop `idempotent` so the operation runs once",
@@ -373,10 +375,6 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
             }
         }
     }
-}
-
-fn is_self_type(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident("Self"))
 }
 
 /// R3: decides sync / async fn / `impl Future` from the signature, and checks the result is a

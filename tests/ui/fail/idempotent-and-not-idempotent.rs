@@ -18,13 +18,6 @@ fn apply_plan(id: u64) -> Result<u64, ApiError> {
     Ok(id)
 }
 
-#[resilience::retry_service_operation(service = "plan_service", not_idempotent, max_attempts = 2)]
-//~^ ERROR `max_attempts` tunes retries, but this operation is marked `not_idempotent`
-fn delete_plan(id: u64) -> Result<u64, ApiError> {
-    Ok(id)
-}
-
 fn main() {
     let _ = apply_plan(1);
-    let _ = delete_plan(1);
 }

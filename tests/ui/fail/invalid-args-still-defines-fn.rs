@@ -31,7 +31,7 @@ fn list_plans() -> Result<Vec<u64>, ApiError> {
 
 #[resilience::retry_service_operation(service = "plan_service", idempotent)]
 fn not_a_result() -> u64 {
-    //~^ ERROR needs a fn returning `Result<T, E>`
+    //~^ ERROR expected a `Result<T, E>` return type
     7
 }
 

@@ -1,8 +1,7 @@
-// M4: a retried fn whose body consumes an argument by value cannot give the next attempt a
-// fresh one; rustc rejects it with "value moved here, in previous iteration of loop", naming
-// the argument. This is the intended, documented outcome: take the argument by reference
-// (or clone it inside the body), or drop `idempotent` if the operation must run once (see
-// pass/not-idempotent-moves-arg.rs).
+// M4: each attempt of a retried fn starts from a clone of every by-value argument, so a body
+// may consume them; an argument whose type is not `Clone` is an error on that argument, naming
+// it, with the fixes (take it by reference, make it `Clone`, or drop `idempotent`; see
+// pass/not-idempotent-moves-arg.rs and pass/retried-moves-arg.rs).
 #[derive(Debug)]
 pub struct ApiError;
 impl From<resilience::ResilienceError> for ApiError {
@@ -16,23 +15,25 @@ impl std::fmt::Display for ApiError {
     }
 }
 
-fn send(body: String) -> Result<usize, ApiError> {
-    Ok(body.len())
+pub struct Payload(String);
+
+fn send(body: Payload) -> Result<usize, ApiError> {
+    Ok(body.0.len())
 }
 
 #[resilience::retry_service_operation(service = "plan_service", idempotent)]
-fn upload(body: String) -> Result<usize, ApiError> {
+fn upload(body: Payload) -> Result<usize, ApiError> {
     send(body)
-    //~^ ERROR use of moved value: `body`
 }
 
 #[resilience::retry_service_operation(service = "plan_service", idempotent)]
-async fn upload_async(body: String) -> Result<usize, ApiError> {
+async fn upload_async(id: u64, mut body: Payload) -> Result<usize, ApiError> {
+    body.0.push_str("!");
+    let _ = id;
     send(body)
-    //~^ ERROR use of moved value: `body`
 }
 
 fn main() {
-    let _ = upload(String::new());
-    let _ = upload_async(String::new());
+    let _ = upload(Payload(String::new()));
+    let _ = upload_async(1, Payload(String::new()));
 }

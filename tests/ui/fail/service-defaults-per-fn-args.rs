@@ -15,10 +15,9 @@ impl std::fmt::Display for ApiError {
 
 pub struct PlanClient;
 
-#[resilience::service_defaults(service = "plan_service", idempotent, operation = "get", max_attempts = 0)]
+#[resilience::service_defaults(service = "plan_service", idempotent, operation = "get")]
 //~^ ERROR `idempotent` cannot be a default
 //~| ERROR `operation` cannot be a default
-//~| ERROR `max_attempts = 0` would never run the operation
 impl PlanClient {
     #[resilience::retry_service_operation(idempotent)]
     pub fn get_plan(&self, id: u64) -> Result<u64, ApiError> {

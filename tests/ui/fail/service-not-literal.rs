@@ -27,15 +27,8 @@ fn put_plan(id: u64) -> Result<u64, ApiError> {
     Ok(id)
 }
 
-#[resilience::retry_service_operation(service)]
-//~^ ERROR `service` needs a value
-fn list_plans(id: u64) -> Result<u64, ApiError> {
-    Ok(id)
-}
-
 fn main() {
     let _ = get_plan(1);
     let _ = put_plan(1);
-    let _ = list_plans(1);
     let _ = SERVICE;
 }

@@ -18,13 +18,6 @@ fn get_plan(id: u64) -> Result<u64, ApiError> {
     Ok(id)
 }
 
-#[resilience::retry_service_operation(service = "plan_service", idempotent, max_attempts = 1.5)]
-//~^ ERROR `max_attempts` takes a whole number literal
-fn list_plans(id: u64) -> Result<u64, ApiError> {
-    Ok(id)
-}
-
 fn main() {
     let _ = get_plan(1);
-    let _ = list_plans(1);
 }

@@ -1,7 +1,7 @@
 // §3 `crate = "path"`: the expansion reaches the runtime through the given path instead of
 // `::resilience`, for crates that re-export the facade under another name. (That the override
-// is really used is shown by tests/macro_crate_path.rs, whose path leads to a recording
-// runtime.)
+// is really used is shown by tests/macro_declared.rs,
+// `crate_path_override_routes_the_expansion_through_the_given_path`.)
 #[derive(Debug)]
 pub struct ApiError;
 impl From<resilience::ResilienceError> for ApiError {

@@ -37,7 +37,8 @@ where
     #[resilience::retry_service_operation(service = "repo", idempotent)]
     pub fn find<F>(&self, pred: F) -> Result<Option<T>, ApiError>
     where
-        F: Fn(&T) -> bool,
+        // Each retried attempt starts from its own clone of `pred` (M4).
+        F: Fn(&T) -> bool + Clone,
     {
         Ok(self.0.iter().find(|x| pred(x)).cloned())
     }

@@ -1,5 +1,6 @@
 // M1: `impl Trait` in argument position, and in the `Ok` type (erased to `_` where the
-// expansion annotates the attempt type).
+// expansion annotates the attempt type). By-value arguments of a retried fn are `Clone`:
+// each attempt starts from its own clone (M4).
 #[derive(Debug)]
 pub struct ApiError;
 impl From<resilience::ResilienceError> for ApiError {
@@ -16,7 +17,7 @@ impl std::fmt::Display for ApiError {
 use std::fmt::Display;
 
 #[resilience::retry_service_operation(service = "plan_service", idempotent)]
-fn shout(s: impl AsRef<str>, n: impl Into<usize> + Copy) -> Result<String, ApiError> {
+fn shout(s: impl AsRef<str> + Clone, n: impl Into<usize> + Copy) -> Result<String, ApiError> {
     Ok(s.as_ref().repeat(n.into()))
 }
 
@@ -31,7 +32,7 @@ fn iter(n: u32) -> Result<impl Iterator<Item = u32>, ApiError> {
 }
 
 #[resilience::retry_service_operation(service = "plan_service", idempotent)]
-async fn shown_async(x: impl Display) -> Result<impl Display, ApiError> {
+async fn shown_async(x: impl Display + Clone) -> Result<impl Display, ApiError> {
     Ok(x.to_string())
 }
 

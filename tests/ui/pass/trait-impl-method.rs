@@ -35,7 +35,8 @@ impl Plans for Client {
     }
 }
 
-impl<K: std::fmt::Display> Store<K> for Client {
+// `K: Clone`: each retried attempt starts from its own clone of `key` (M4).
+impl<K: std::fmt::Display + Clone> Store<K> for Client {
     #[resilience::retry_service_operation(service = "store", idempotent)]
     fn load(&self, key: K) -> Result<String, ApiError> {
         Ok(key.to_string())

@@ -1,0 +1,153 @@
+//! M4: a fresh value of every by-value argument for each attempt of a retried fn.
+//!
+//! A retried body runs once per attempt, so a body that consumes an argument would leave
+//! nothing for the next attempt. Each attempt therefore starts by shadowing every binding a
+//! by-value argument introduces with a clone of the original:
+//!
+//! ```text
+//! let body = {
+//!     #[diagnostic::on_unimplemented(message = "argument `body` of a retried fn is …")]
+//!     trait RetryArg: Clone {}
+//!     impl<T: Clone> RetryArg for T {}
+//!     fn fresh<T: RetryArg>(original: &T) -> T { original.clone() }
+//!     fresh::<_>(&body)
+//! };
+//! ```
+//!
+//! The attempt only borrows the original, so the attempt closure (or async block) stays
+//! reusable. A non-`Clone` argument fails the local trait's bound, spanned on that argument,
+//! with a message naming it (a trait per argument because the message is fixed text; a
+//! shared trait could only name the type). The trait lives in its own block: the body never
+//! sees it.
+//!
+//! Which bindings: those of every argument whose type is not a reference (a binding under
+//! `&T` / `&mut T` is a reference or a `Copy` value, never a move). `ref` bindings and `_`
+//! bind nothing to move. The originals are never mutated, only cloned from, so `mut` moves
+//! from the signature to the per-attempt binding (the fn's type is unchanged: `mut` is part
+//! of the pattern, not of the type).
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::{FnArg, Pat, Signature, Type};
+
+/// One binding of a by-value argument.
+pub(crate) struct Binding {
+    ident: Ident,
+    /// Written `mut` by the user: the per-attempt copy is the one the body mutates.
+    mutable: bool,
+}
+
+/// The bindings to refresh per attempt, and `sig` with their `mut` moved out of it.
+/// `sig` is `None` when nothing had to change in it.
+pub(crate) struct Fresh {
+    pub(crate) bindings: Vec<Binding>,
+    pub(crate) sig: Option<Signature>,
+}
+
+impl Fresh {
+    /// Nothing to refresh: a fn that runs once moves its arguments as written.
+    pub(crate) fn none() -> Self {
+        Fresh {
+            bindings: Vec::new(),
+            sig: None,
+        }
+    }
+}
+
+pub(crate) fn of(sig: &Signature) -> Fresh {
+    let mut out = sig.clone();
+    let mut bindings = Vec::new();
+    for arg in &mut out.inputs {
+        let FnArg::Typed(pt) = arg else { continue };
+        if is_reference(&pt.ty) {
+            continue;
+        }
+        collect(&mut pt.pat, &mut bindings);
+    }
+    let changed = bindings.iter().any(|b| b.mutable);
+    Fresh {
+        bindings,
+        sig: changed.then_some(out),
+    }
+}
+
+/// The `let`s that start each attempt. `Clone` is named through `::core` (always there,
+/// whatever `crate = "…"` points at).
+pub(crate) fn shadows(bindings: &[Binding]) -> TokenStream {
+    bindings
+        .iter()
+        .map(|b| {
+            let ident = &b.ident;
+            let span = ident.span();
+            let name = ident.to_string();
+            let name = name.strip_prefix("r#").unwrap_or(&name);
+            let message = format!(
+                "argument `{name}` of a retried fn is taken by value, but `{{Self}}` is not `Clone`: each attempt needs its own copy of it"
+            );
+            let label = format!("each attempt of the retried fn starts from a clone of `{name}`");
+            let note = format!(
+                "take `{name}` by reference (e.g. `&str` for `String`, `&[T]` for `Vec<T>`), make `{{Self}}` implement `Clone`, or drop `idempotent` so the fn runs once and may consume `{name}`"
+            );
+            let mutability = b.mutable.then(|| quote_spanned!(span=> mut));
+            // The bound is checked on the explicit `_`: spanned on the argument, that is
+            // where the error points.
+            let infer = quote_spanned!(span=> _);
+            quote! {
+                let #mutability #ident = {
+                    #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+                    trait RetryArg: ::core::clone::Clone {}
+                    impl<T: ::core::clone::Clone> RetryArg for T {}
+                    #[inline(always)]
+                    fn fresh<T: RetryArg>(original: &T) -> T {
+                        ::core::clone::Clone::clone(original)
+                    }
+                    fresh::<#infer>(&#ident)
+                };
+            }
+        })
+        .collect()
+}
+
+fn is_reference(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(_) => true,
+        Type::Paren(p) => is_reference(&p.elem),
+        Type::Group(g) => is_reference(&g.elem),
+        _ => false,
+    }
+}
+
+/// The by-value bindings of `pat`, with `mut` removed from them in place.
+fn collect(pat: &mut Pat, out: &mut Vec<Binding>) {
+    match pat {
+        Pat::Ident(p) => {
+            // An upper-case name in a pattern is, by convention, a unit struct or a const
+            // (e.g. `Unit: Unit`), which binds nothing.
+            let binds = p.by_ref.is_none() && !starts_upper(&p.ident);
+            if binds {
+                out.push(Binding {
+                    ident: p.ident.clone(),
+                    mutable: p.mutability.take().is_some(),
+                });
+            }
+            if let Some((_, sub)) = &mut p.subpat {
+                collect(sub, out);
+            }
+        }
+        Pat::Tuple(t) => t.elems.iter_mut().for_each(|p| collect(p, out)),
+        Pat::TupleStruct(t) => t.elems.iter_mut().for_each(|p| collect(p, out)),
+        Pat::Struct(s) => s.fields.iter_mut().for_each(|f| collect(&mut f.pat, out)),
+        Pat::Slice(s) => s.elems.iter_mut().for_each(|p| collect(p, out)),
+        Pat::Paren(p) => collect(&mut p.pat, out),
+        Pat::Reference(r) => collect(&mut r.pat, out),
+        Pat::Type(t) => collect(&mut t.pat, out),
+        // `_`, `..`, literals, ranges and paths bind nothing; a macro's bindings are unseen.
+        _ => {}
+    }
+}
+
+fn starts_upper(ident: &Ident) -> bool {
+    let name = ident.to_string();
+    let name = name.strip_prefix("r#").unwrap_or(&name);
+    name.chars().next().is_some_and(char::is_uppercase)
+}
