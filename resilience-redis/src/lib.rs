@@ -34,7 +34,17 @@
 //!   that comes back gets a new lease, with nothing of the old one.
 //! - **Reservations.** Each process tops up a reservation — its share of the pool,
 //!   `pool × share / processes` (10% across all processes by default) — that is spent only
-//!   when the pool runs dry, or while Redis is unreachable.
+//!   when the pool runs dry, by the express lane, or while Redis is unreachable.
+//! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
+//!   paid from this process's reservation with no round trip, and reported with the next
+//!   call of any kind. Without it a critical call would wait one round trip while a
+//!   background call granted a moment earlier in another process is served: a priority
+//!   inversion across hosts. It is safe by construction: the reservation was set aside
+//!   for this process alone; the server never pays an acquire of its own from the part
+//!   the lane may have spent unreported (the allowance, 8 by default, the most the lane
+//!   may have unsettled at once); a block set anywhere is published, and the lane stays
+//!   shut until this process has heard how long it lasts; and if the process dies, only
+//!   the allowance is held back (until the window ends), the rest returns after the TTL.
 //! - **Waiting.** After a block, each waiter asks again in its priority's G6 window past the
 //!   block's end. While the quota is spent, a pub/sub message wakes waiters when quota comes
 //!   back (returned grants, expired leases); a waiter re-asks at the latest every
