@@ -4,8 +4,8 @@
 //! They go through the real drivers behind `resilience::__private` (breaker, nesting guard,
 //! deadline, events), so they fail if the expansion stops reaching them.
 //!
-//! No real sleeps: retrying fns use `backoff = "none"`, and the deadline test stops before
-//! its first backoff. Each test has its own services, so breakers never interact.
+//! No real sleeps: retrying fns use `backoff = "none"`, the sync deadline test stops before
+//! its first backoff, and the async one runs on tokio's paused clock. Each test has its own services, so breakers never interact.
 
 mod macro_support;
 #[path = "../resilience-core/tests/support/thread_subscriber.rs"]
@@ -158,6 +158,38 @@ fn bounded() -> Result<u32, ApiError> {
 fn r7_total_timeout_from_the_attribute_bounds_the_retry_loop() {
     assert_eq!(bounded(), Err(ApiError::Flaky(1)));
     assert_eq!(SLOW.count(), 1);
+}
+
+static HANGS: Attempts = Attempts::new();
+
+#[retry_service_operation(
+    service = "rt_deadline_async",
+    idempotent,
+    max_attempts = 3,
+    backoff = "none",
+    total_timeout = 0.05
+)]
+async fn hangs() -> Result<u32, ApiError> {
+    HANGS.next();
+    tokio::time::sleep(std::time::Duration::from_secs(3_600)).await;
+    Ok(1)
+}
+
+// Tokio's paused clock: the deadline timer fires as soon as every task is idle, no real wait.
+#[tokio::test(start_paused = true)]
+async fn r7_the_attribute_cancels_an_attempt_still_running_at_the_deadline() {
+    let out = hangs().await;
+    assert!(
+        matches!(
+            out,
+            Err(ApiError::Refused(ResilienceError::TotalTimeout {
+                attempts: 1,
+                ..
+            }))
+        ),
+        "{out:?}"
+    );
+    assert_eq!(HANGS.count(), 1, "no attempt after the deadline");
 }
 
 /// Collects formatted `tracing` output.
