@@ -94,17 +94,17 @@ impl Governor {
     #[inline]
     pub fn decide(&self, agent: AgentId, resource: ResourceId, request: &Request<'_>) -> Decision {
         self.store
-            .decide(agent, resource, request, None, self.clock.now())
+            .decide_on(agent, resource, request, None, &*self.clock)
     }
 
     /// Asks again for a waiting request, keeping its place in line. Pass the same request.
     pub fn resume(&self, ticket: &Ticket, request: &Request<'_>) -> Decision {
-        self.store.decide(
+        self.store.decide_on(
             ticket.agent(),
             ticket.resource(),
             request,
             Some(ticket),
-            self.clock.now(),
+            &*self.clock,
         )
     }
 
@@ -133,7 +133,7 @@ impl Governor {
 
     /// Frees a grant whose call was not made (or whose outcome is unknown).
     pub fn release(&self, grant: Grant) {
-        self.store.release(grant, self.clock.now());
+        self.store.release_on(grant, &*self.clock);
     }
 
     /// G6 hook for a retry executor that saw a `Retry-After`: blocks `resource` for `delay`

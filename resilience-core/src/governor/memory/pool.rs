@@ -143,16 +143,23 @@ impl Pool {
             .saturating_add(u.hold());
     }
 
-    /// Charges `cost` to a live, active agent on the fast path and renews its lease; returns
-    /// the upstream agent that warned it, if the warning is current.
+    /// Charges `cost` to a live, active agent on the fast path and renews its lease as of
+    /// `seen` (never moving it back); returns the upstream agent that warned it, if the
+    /// warning is current at `now`.
     #[inline(always)]
-    pub fn charge_fast(&mut self, agent: AgentId, cost: u64, now: Nanos) -> Option<AgentId> {
+    pub fn charge_fast(
+        &mut self,
+        agent: AgentId,
+        cost: u64,
+        now: Nanos,
+        seen: Nanos,
+    ) -> Option<AgentId> {
         let u = self.usages.get_mut(agent.0 as usize)?.as_mut()?;
         let before = u.hold();
         u.used = u.used.saturating_add(cost);
         u.inflight = u.inflight.saturating_add(1);
-        u.last_seen = now;
-        u.last_active = now;
+        u.last_seen = u.last_seen.max(seen);
+        u.last_active = u.last_active.max(seen);
         self.total_hold = self
             .total_hold
             .saturating_sub(before)
