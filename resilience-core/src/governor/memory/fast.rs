@@ -43,7 +43,7 @@ use std::time::Duration;
 impl ResourceState {
     /// The fast path on a coarse reading `coarse` that lags the true time by at most `lag`
     /// (see the module docs); `None` means: decide on the precise clock.
-    #[inline]
+    #[inline(always)]
     pub(super) fn fast_coarse(
         &mut self,
         agent: AgentId,
@@ -61,7 +61,7 @@ impl ResourceState {
 
     /// The fast path at `now` (gates, [`Grant::granted_at`]); lease renewals are stamped
     /// `seen` (`>= now`: an upper bound on the true time).
-    #[inline]
+    #[inline(always)]
     pub(super) fn fast(
         &mut self,
         agent: AgentId,
