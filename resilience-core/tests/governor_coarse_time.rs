@@ -186,3 +186,29 @@ fn g5_fast_path_renewals_never_let_a_lease_lapse_early() {
     grant_now(&gov, b, core, &Request::read());
     assert_eq!(gov.snapshot(core).unwrap().live_agents, 1);
 }
+
+#[test]
+fn the_default_pair_in_process_store_and_real_clock_decides_and_releases() {
+    // `Governor::default()` and an explicit `MonotonicClock` take the statically dispatched
+    // path; the answers are the same as through the trait objects.
+    for gov in [
+        Governor::default(),
+        Governor::builder()
+            .clock(resilience_core::clock::MonotonicClock::new())
+            .build()
+            .unwrap(),
+    ] {
+        let core = gov.add_resource("core", ResourceConfig::default()).unwrap();
+        let a = gov.register("picard", Priority::P1).unwrap();
+        let grants: Vec<_> = (0..3)
+            .map(|_| go(gov.decide(a, core, &Request::read())))
+            .collect();
+        let snap = gov.snapshot(core).unwrap();
+        assert_eq!((snap.in_flight, snap.remaining), (3, 4997));
+        for g in grants {
+            assert!(g.granted_at() <= gov.clock().now());
+            gov.release(g);
+        }
+        assert_eq!(gov.snapshot(core).unwrap().in_flight, 0);
+    }
+}
