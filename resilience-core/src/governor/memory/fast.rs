@@ -82,7 +82,7 @@ impl ResourceState {
         let cost = u64::from(req.cost());
         let remaining = self.quota.remaining;
         let free = self.pool.free(remaining);
-        let u = self.pool.get_mut(agent)?;
+        let (u, total_hold) = self.pool.get_mut_with_total(agent)?;
         // Idle, dead or starving agents take the full path (revival, promotion).
         if !u.alive || u.idle || u.wanting_since.is_some() || cost > remaining {
             return None;
@@ -119,7 +119,7 @@ impl ResourceState {
         }
         let ledger = self.quota.charge(cost, now);
         self.inflight = self.inflight.saturating_add(1);
-        let warned = self.pool.charge_fast(agent, cost, now, seen);
+        let warned = u.charge_fast(total_hold, cost, now, seen);
         if !self.quota.is_green() || self.quota.reset_at.is_some_and(|r| r < self.due) {
             // Crossed into amber, or the window was just anchored: refresh the caches.
             self.after_grant(now);
