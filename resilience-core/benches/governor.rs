@@ -1,5 +1,6 @@
 //! The governor's fast path (green light, no block, nobody in line) against the `governor`
-//! crate's `check()`, measured in one run.
+//! crate's `check()`, measured in one run. The fast path reads the coarse clock (see
+//! `resilience_core::governor`, "State and time").
 //!
 //! `cargo bench -p resilience-core --bench governor`
 
@@ -13,6 +14,7 @@ use resilience_core::governor::{
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A governor whose quota never runs low during a benchmark.
@@ -73,6 +75,14 @@ fn fast_path(c: &mut Criterion) {
         b.iter(|| black_box(gov.decide(agent, core, &req)).is_go())
     });
 
+    // The real clock behind a trait object the governor does not recognise: no static
+    // dispatch of the clock (the store still is).
+    let dyn_clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
+    let (gov, agent, core) = ours(dyn_clock);
+    g.bench_function("decide_monotonic_clock_as_dyn_clock", |b| {
+        b.iter(|| black_box(gov.decide(agent, core, &req)).is_go())
+    });
+
     let (gov, agent, core) = ours(MonotonicClock::new());
     g.bench_function("decide_and_release_monotonic_clock", |b| {
         b.iter(|| {
@@ -94,6 +104,9 @@ fn calibrate(c: &mut Criterion) {
     g.bench_function("manual_clock_now", |b| b.iter(|| black_box(clock.now())));
     let clock = MonotonicClock::new();
     g.bench_function("monotonic_clock_now", |b| b.iter(|| black_box(clock.now())));
+    g.bench_function("monotonic_clock_now_coarse", |b| {
+        b.iter(|| black_box(clock.now_coarse()))
+    });
     let fake = governor::clock::FakeRelativeClock::default();
     let limiter = governor::RateLimiter::direct_with_clock(
         governor::Quota::per_second(NonZeroU32::MAX),
@@ -105,4 +118,87 @@ fn calibrate(c: &mut Criterion) {
     g.finish();
 }
 criterion_group!(cal, calibrate);
+
+/// The same three fast paths timed in this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`)
+/// rather than wall time: time the thread spent descheduled by other work on a shared machine
+/// does not count, so the ratios hold up better under load.
+#[cfg(target_os = "linux")]
+mod cpu {
+    use super::*;
+    use criterion::measurement::{Measurement, ValueFormatter};
+    use criterion::Throughput;
+
+    pub struct ThreadCpu;
+
+    fn thread_cpu() -> Duration {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    }
+
+    impl Measurement for ThreadCpu {
+        type Intermediate = Duration;
+        type Value = Duration;
+        fn start(&self) -> Duration {
+            thread_cpu()
+        }
+        fn end(&self, start: Duration) -> Duration {
+            thread_cpu().saturating_sub(start)
+        }
+        fn add(&self, a: &Duration, b: &Duration) -> Duration {
+            *a + *b
+        }
+        fn zero(&self) -> Duration {
+            Duration::ZERO
+        }
+        fn to_f64(&self, v: &Duration) -> f64 {
+            v.as_nanos() as f64
+        }
+        fn formatter(&self) -> &dyn ValueFormatter {
+            &Nanos
+        }
+    }
+
+    struct Nanos;
+
+    impl ValueFormatter for Nanos {
+        fn scale_values(&self, _typical: f64, _values: &mut [f64]) -> &'static str {
+            "ns"
+        }
+        fn scale_throughputs(&self, _: f64, _: &Throughput, _: &mut [f64]) -> &'static str {
+            "ns"
+        }
+        fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+            "ns"
+        }
+    }
+
+    pub fn fast_path_cpu(c: &mut Criterion<ThreadCpu>) {
+        let mut g = c.benchmark_group("fast_path_cpu");
+        let quota = governor::Quota::per_second(NonZeroU32::MAX);
+        let limiter = governor::RateLimiter::direct(quota);
+        g.bench_function("governor_crate_check", |b| {
+            b.iter(|| black_box(limiter.check()).is_ok())
+        });
+        let req = Request::read();
+        let (gov, agent, core) = ours(ManualClock::new());
+        g.bench_function("decide_manual_clock", |b| {
+            b.iter(|| black_box(gov.decide(agent, core, &req)).is_go())
+        });
+        let (gov, agent, core) = ours(MonotonicClock::new());
+        g.bench_function("decide_monotonic_clock", |b| {
+            b.iter(|| black_box(gov.decide(agent, core, &req)).is_go())
+        });
+        g.finish();
+    }
+}
+
+#[cfg(target_os = "linux")]
+criterion_group! {
+    name = cpu_time;
+    config = Criterion::default().with_measurement(cpu::ThreadCpu);
+    targets = cpu::fast_path_cpu
+}
+#[cfg(target_os = "linux")]
+criterion_main!(benches, cal, cpu_time);
+#[cfg(not(target_os = "linux"))]
 criterion_main!(benches, cal);

@@ -34,12 +34,22 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn unix_time(&self) -> Duration;
 
     /// [`now`](Self::now) read cheaply at a coarser resolution (a few milliseconds), on the
-    /// same timeline. The sync retry loop stamps the start of its first attempt with it, so
-    /// the success path pays ~3 ns instead of a precise read (~25 ns on this project's CI
-    /// machines). Defaults to `now`.
+    /// same timeline: never ahead of a `now` read after it, and behind it by at most
+    /// [`coarse_lag`](Self::coarse_lag). The sync retry loop stamps the start of its first
+    /// attempt with it, and the governor's fast path decides with it, so they pay ~3 ns
+    /// instead of a precise read (~25 ns on this project's CI machines). Defaults to `now`.
     #[inline]
     fn now_coarse(&self) -> Duration {
         self.now()
+    }
+
+    /// How far [`now_coarse`](Self::now_coarse) may lag behind [`now`](Self::now): zero when
+    /// it is `now` (the default, and [`ManualClock`]'s). A reader that needs an upper bound
+    /// on the true time (the governor, stamping a lease renewal) uses
+    /// `now_coarse() + coarse_lag()`.
+    #[inline]
+    fn coarse_lag(&self) -> Duration {
+        Duration::ZERO
     }
 }
 
@@ -56,14 +66,24 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now_coarse(&self) -> Duration {
         (**self).now_coarse()
     }
+    #[inline]
+    fn coarse_lag(&self) -> Duration {
+        (**self).coarse_lag()
+    }
 }
 
 /// The real clock: the OS monotonic clock for `now` (`CLOCK_MONOTONIC` on Linux, as
 /// `std::time::Instant`), its coarse variant for `now_coarse` (`CLOCK_MONOTONIC_COARSE` on
 /// Linux; elsewhere the precise one), and `SystemTime` for `unix_time`.
+///
+/// On Linux the coarse clock advances once per kernel tick (`clock_getres` says how often:
+/// 4 ms at the common `HZ=250`), so it lags the precise one by up to a tick;
+/// [`coarse_lag`](Clock::coarse_lag) reports two ticks, allowing for a late one.
 #[derive(Debug, Clone, Copy)]
 pub struct MonotonicClock {
     origin: Origin,
+    #[cfg(target_os = "linux")]
+    coarse_lag: Duration,
 }
 
 #[cfg(target_os = "linux")]
@@ -86,10 +106,23 @@ impl MonotonicClock {
     /// A clock whose origin is the moment of this call.
     pub fn new() -> Self {
         #[cfg(target_os = "linux")]
-        let origin = os_now(rustix::time::ClockId::Monotonic);
+        {
+            let res = rustix::time::clock_getres(rustix::time::ClockId::MonotonicCoarse);
+            let tick = Duration::new(
+                u64::try_from(res.tv_sec).unwrap_or(0),
+                u32::try_from(res.tv_nsec).unwrap_or(0),
+            );
+            Self {
+                origin: os_now(rustix::time::ClockId::Monotonic),
+                // A late tick is still a tick late; the kernel's timekeeping may run a little
+                // behind its timer interrupt.
+                coarse_lag: tick.saturating_mul(2),
+            }
+        }
         #[cfg(not(target_os = "linux"))]
-        let origin = Instant::now();
-        Self { origin }
+        Self {
+            origin: Instant::now(),
+        }
     }
 }
 
@@ -116,6 +149,12 @@ impl Clock for MonotonicClock {
     #[inline]
     fn now_coarse(&self) -> Duration {
         os_now(rustix::time::ClockId::MonotonicCoarse).saturating_sub(self.origin)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[inline]
+    fn coarse_lag(&self) -> Duration {
+        self.coarse_lag
     }
 
     fn unix_time(&self) -> Duration {
@@ -229,6 +268,14 @@ mod tests {
             t2 - coarse < Duration::from_millis(20),
             "{coarse:?} vs {t2:?}"
         );
+        // Its stated lag is a few ticks at most (zero where coarse is precise).
+        assert!(
+            c.coarse_lag() <= Duration::from_millis(50),
+            "{:?}",
+            c.coarse_lag()
+        );
+        #[cfg(target_os = "linux")]
+        assert!(c.coarse_lag() > Duration::ZERO);
         assert!(c.unix_time() > Duration::from_secs(1_700_000_000));
     }
 }

@@ -121,7 +121,9 @@ impl Grant {
     pub fn ledger(&self) -> u64 {
         self.ledger
     }
-    /// Clock time of the grant.
+    /// Clock time of the grant. On the in-process store's fast path this is the coarse
+    /// reading ([`Clock::now_coarse`](crate::clock::Clock::now_coarse)), up to
+    /// [`Clock::coarse_lag`](crate::clock::Clock::coarse_lag) before the true time.
     pub fn granted_at(&self) -> Duration {
         self.granted_at
     }

@@ -9,6 +9,7 @@ use super::request::Request;
 use super::store::{GovernorError, GovernorStore, Now, ObserveOutcome, Snapshot};
 use crate::clock::{Clock, MonotonicClock};
 use crate::sleep::AsyncSleeper;
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,10 @@ pub struct Governor {
     pub(super) store: Arc<dyn GovernorStore>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) sleeper: Arc<dyn AsyncSleeper>,
+    /// The same store when it is the built-in one, and the same clock when it is the real
+    /// one: the default pair is called without dynamic dispatch on the hot path.
+    local: Option<Arc<InProcessStore>>,
+    mono: Option<MonotonicClock>,
 }
 
 impl fmt::Debug for Governor {
@@ -44,6 +49,7 @@ impl Governor {
         GovernorBuilder {
             config: GovernorConfig::default(),
             clock: None,
+            mono: None,
             sleeper: None,
             store: None,
         }
@@ -93,18 +99,23 @@ impl Governor {
     /// This is the entry point for a discrete-event simulator.
     #[inline]
     pub fn decide(&self, agent: AgentId, resource: ResourceId, request: &Request<'_>) -> Decision {
-        self.store
-            .decide(agent, resource, request, None, self.clock.now())
+        match (&self.local, &self.mono) {
+            (Some(store), Some(clock)) => store.decide_with(agent, resource, request, None, clock),
+            (Some(store), None) => store.decide_with(agent, resource, request, None, &*self.clock),
+            (None, _) => self
+                .store
+                .decide_on(agent, resource, request, None, &*self.clock),
+        }
     }
 
     /// Asks again for a waiting request, keeping its place in line. Pass the same request.
     pub fn resume(&self, ticket: &Ticket, request: &Request<'_>) -> Decision {
-        self.store.decide(
+        self.store.decide_on(
             ticket.agent(),
             ticket.resource(),
             request,
             Some(ticket),
-            self.clock.now(),
+            &*self.clock,
         )
     }
 
@@ -132,8 +143,12 @@ impl Governor {
     }
 
     /// Frees a grant whose call was not made (or whose outcome is unknown).
+    #[inline]
     pub fn release(&self, grant: Grant) {
-        self.store.release(grant, self.clock.now());
+        match &self.local {
+            Some(store) => store.release_grant(&grant),
+            None => self.store.release_on(grant, &*self.clock),
+        }
     }
 
     /// G6 hook for a retry executor that saw a `Retry-After`: blocks `resource` for `delay`
@@ -172,6 +187,7 @@ impl Governor {
 pub struct GovernorBuilder {
     config: GovernorConfig,
     clock: Option<Arc<dyn Clock>>,
+    mono: Option<MonotonicClock>,
     sleeper: Option<Arc<dyn AsyncSleeper>>,
     store: Option<Arc<dyn GovernorStore>>,
 }
@@ -191,6 +207,9 @@ impl GovernorBuilder {
 
     /// Reads time from `clock` (a [`ManualClock`](crate::clock::ManualClock) for virtual time).
     pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.mono = (&clock as &dyn Any)
+            .downcast_ref::<MonotonicClock>()
+            .copied();
         self.clock = Some(Arc::new(clock));
         self
     }
@@ -215,14 +234,26 @@ impl GovernorBuilder {
 
     fn build_default(self) -> Governor {
         let config = self.config;
+        let (store, local): (Arc<dyn GovernorStore>, _) = match self.store {
+            Some(store) => (store, None),
+            None => {
+                let local = Arc::new(InProcessStore::new(config));
+                (local.clone(), Some(local))
+            }
+        };
+        let (clock, mono): (Arc<dyn Clock>, _) = match self.clock {
+            Some(clock) => (clock, self.mono),
+            None => {
+                let mono = MonotonicClock::new();
+                (Arc::new(mono), Some(mono))
+            }
+        };
         Governor {
-            store: self
-                .store
-                .unwrap_or_else(|| Arc::new(InProcessStore::new(config))),
-            clock: self
-                .clock
-                .unwrap_or_else(|| Arc::new(MonotonicClock::new())),
+            store,
+            clock,
             sleeper: self.sleeper.unwrap_or_else(default_sleeper),
+            local,
+            mono,
         }
     }
 }

@@ -101,6 +101,17 @@
 //! (Redis, one script per operation) fits the same trait. Time is read from the injected
 //! [`Clock`](crate::clock::Clock) only; `unix_time` is used solely to read epoch headers, so
 //! the whole governor runs on a [`ManualClock`](crate::clock::ManualClock).
+//!
+//! The in-process fast path reads the cheap coarse clock
+//! ([`Clock::now_coarse`](crate::clock::Clock::now_coarse): `CLOCK_MONOTONIC_COARSE` on
+//! Linux, one kernel tick of resolution, 4 ms at `HZ=250`) instead of the precise one, and
+//! only where a reading that lags the true time is safe: it only finds a gate (a G6 block,
+//! its recovery pacing, a window reset) still closed, never open early, and then the call is
+//! decided on the precise clock, so no wait is lengthened by the lag. Renewals of G5 leases
+//! and G2 activity are stamped with an upper bound on the true time, so they never lapse
+//! early. Resources with pacing rules (G8), and the grant that anchors an assumed quota
+//! window, read the precise clock, because their stamps are what later gates compare with.
+//! On a `ManualClock` coarse and precise are the same reading.
 
 mod config;
 mod decision;

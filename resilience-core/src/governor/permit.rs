@@ -92,7 +92,9 @@ impl Governor {
         resource: ResourceId,
         request: Request<'_>,
     ) -> Result<Permit<'_>, ResilienceError> {
-        let start = self.clock.now();
+        // The first decision's time, read only if it says wait (`until - delay`): a call
+        // granted at once reads no clock beyond the decision's own.
+        let mut start = None;
         let mut line = InLine {
             governor: self,
             ticket: None,
@@ -105,12 +107,10 @@ impl Governor {
             // The store has settled the old ticket; only a new wait puts us back in line.
             line.ticket = None;
             match decision {
-                Decision::Go(g) => {
-                    let waited = self.clock.now().saturating_sub(start);
-                    return Ok(Permit::new(self, g, waited));
-                }
+                Decision::Go(g) => return Ok(Permit::new(self, g, self.waited(start))),
                 Decision::Refuse(r) => return Err(r.into()),
                 Decision::Wait(w) => {
+                    start.get_or_insert(w.until.saturating_sub(w.delay));
                     line.ticket = Some(w.ticket);
                     self.sleeper.sleep(w.delay).await;
                 }
@@ -126,20 +126,23 @@ impl Governor {
         request: Request<'_>,
         sleeper: &dyn Sleeper,
     ) -> Result<Permit<'_>, ResilienceError> {
-        let start = self.clock.now();
+        let mut start = None;
         let mut decision = self.decide(agent, resource, &request);
         loop {
             match decision {
-                Decision::Go(g) => {
-                    let waited = self.clock.now().saturating_sub(start);
-                    return Ok(Permit::new(self, g, waited));
-                }
+                Decision::Go(g) => return Ok(Permit::new(self, g, self.waited(start))),
                 Decision::Refuse(r) => return Err(r.into()),
                 Decision::Wait(w) => {
+                    start.get_or_insert(w.until.saturating_sub(w.delay));
                     sleeper.sleep(w.delay);
                     decision = self.resume(&w.ticket, &request);
                 }
             }
         }
+    }
+
+    /// Time since the first decision of an acquire (`None`: it was granted at once).
+    fn waited(&self, start: Option<Duration>) -> Duration {
+        start.map_or(Duration::ZERO, |s| self.clock.now().saturating_sub(s))
     }
 }

@@ -12,6 +12,7 @@ use super::decision::{AgentId, Decision, Grant, ResourceId, Ticket};
 use super::observation::{LimitKind, Observation};
 use super::priority::Priority;
 use super::request::Request;
+use crate::clock::Clock;
 use crate::error::PolicyError;
 use std::fmt;
 use std::sync::Arc;
@@ -173,6 +174,24 @@ pub trait GovernorStore: Send + Sync + fmt::Debug + 'static {
         now: Duration,
     ) -> Decision;
 
+    /// [`decide`](Self::decide), reading the time from `clock` as the store needs it. The
+    /// default reads [`Clock::now`](crate::clock::Clock::now) once; the in-process store
+    /// reads the cheap [`now_coarse`](crate::clock::Clock::now_coarse) for its fast path and
+    /// the precise clock only when the fast path does not apply. [`Governor`] calls this.
+    ///
+    /// [`Governor`]: super::Governor
+    #[inline]
+    fn decide_on(
+        &self,
+        agent: AgentId,
+        resource: ResourceId,
+        request: &Request<'_>,
+        ticket: Option<&Ticket>,
+        clock: &dyn Clock,
+    ) -> Decision {
+        self.decide(agent, resource, request, ticket, clock.now())
+    }
+
     /// Leaves the line.
     fn cancel(&self, ticket: &Ticket, now: Duration);
 
@@ -189,6 +208,14 @@ pub trait GovernorStore: Send + Sync + fmt::Debug + 'static {
 
     /// Frees a grant whose call was not made or whose outcome is unknown.
     fn release(&self, grant: Grant, now: Duration);
+
+    /// [`release`](Self::release), reading the time from `clock` only if the store needs it
+    /// (the default reads [`Clock::now`](crate::clock::Clock::now); the in-process store
+    /// does not read it).
+    #[inline]
+    fn release_on(&self, grant: Grant, clock: &dyn Clock) {
+        self.release(grant, clock.now());
+    }
 
     /// G6: blocks the resource for `delay` from now (extending, never shortening, a block).
     fn block(&self, resource: ResourceId, delay: Duration, now: Duration);

@@ -24,6 +24,7 @@ use super::observation::Observation;
 use super::priority::Priority;
 use super::request::Request;
 use super::store::{GovernorError, GovernorStore, Now, ObserveOutcome, Snapshot};
+use crate::clock::Clock;
 use parking_lot::{Mutex, RwLock};
 use state::{ResourceState, Timing};
 use std::collections::{HashMap, VecDeque};
@@ -99,6 +100,46 @@ impl InProcessStore {
         }
         seen.remove(0);
         seen
+    }
+
+    /// [`GovernorStore::decide_on`], generic over the clock so that
+    /// [`Governor`](super::Governor) dispatches its default pair (this store, the real clock)
+    /// statically. The fast path on the coarse clock, everything else on the precise one;
+    /// see `ResourceState::fast_coarse` (memory/fast.rs) for why a coarse reading is safe.
+    #[inline]
+    pub(crate) fn decide_with<C: Clock + ?Sized>(
+        &self,
+        agent: AgentId,
+        resource: ResourceId,
+        request: &Request<'_>,
+        ticket: Option<&Ticket>,
+        clock: &C,
+    ) -> Decision {
+        let Some(cell) = self.cell(resource) else {
+            return self.decide(agent, resource, request, ticket, Duration::ZERO);
+        };
+        let ticket = ticket.filter(|t| t.agent() == agent && t.resource() == resource);
+        if ticket.is_none() {
+            let coarse = clock.now_coarse();
+            let lag = clock.coarse_lag();
+            let mut state = cell.lock();
+            if let Some(g) = state.fast_coarse(agent, request, coarse, lag) {
+                return Decision::Go(g);
+            }
+            let now = clock.now();
+            return state.decide(agent, request, None, ns(now), now);
+        }
+        let now = clock.now();
+        cell.lock()
+            .decide(agent, request, ticket.map(Ticket::id), ns(now), now)
+    }
+
+    /// Frees the in-flight slot of `grant` (a release does not depend on the time).
+    #[inline]
+    pub(crate) fn release_grant(&self, grant: &Grant) {
+        if let Some(cell) = self.cell(grant.resource()) {
+            cell.lock().release(grant);
+        }
     }
 }
 
@@ -221,6 +262,18 @@ impl GovernorStore for InProcessStore {
             .decide(agent, request, ticket.map(Ticket::id), ns(now), now)
     }
 
+    #[inline]
+    fn decide_on(
+        &self,
+        agent: AgentId,
+        resource: ResourceId,
+        request: &Request<'_>,
+        ticket: Option<&Ticket>,
+        clock: &dyn Clock,
+    ) -> Decision {
+        self.decide_with(agent, resource, request, ticket, clock)
+    }
+
     fn cancel(&self, ticket: &Ticket, _now: Duration) {
         if let Some(cell) = self.cell(ticket.resource()) {
             cell.lock().queue.remove(ticket.id());
@@ -265,9 +318,13 @@ impl GovernorStore for InProcessStore {
     }
 
     fn release(&self, grant: Grant, _now: Duration) {
-        if let Some(cell) = self.cell(grant.resource()) {
-            cell.lock().release(&grant);
-        }
+        self.release_grant(&grant);
+    }
+
+    /// A release does not depend on the time: no clock read.
+    #[inline]
+    fn release_on(&self, grant: Grant, _clock: &dyn Clock) {
+        self.release_grant(&grant);
     }
 
     fn block(&self, resource: ResourceId, delay: Duration, now: Duration) {

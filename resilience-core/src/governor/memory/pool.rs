@@ -36,6 +36,30 @@ pub(crate) struct Usage {
 }
 
 impl Usage {
+    /// Charges `cost` to a live, active agent on the fast path (`total_hold`: its pool's) and
+    /// renews its lease as of `seen` (never moving it back); returns the upstream agent that
+    /// warned it, if the warning is current at `now`.
+    #[inline(always)]
+    pub fn charge_fast(
+        &mut self,
+        total_hold: &mut u64,
+        cost: u64,
+        now: Nanos,
+        seen: Nanos,
+    ) -> Option<AgentId> {
+        let before = self.hold();
+        self.used = self.used.saturating_add(cost);
+        self.inflight = self.inflight.saturating_add(1);
+        self.last_seen = self.last_seen.max(seen);
+        self.last_active = self.last_active.max(seen);
+        *total_hold = total_hold
+            .saturating_sub(before)
+            .saturating_add(self.hold());
+        self.warned
+            .filter(|&(_, until)| until > now)
+            .map(|(by, _)| by)
+    }
+
     #[inline]
     pub fn hold(&self) -> u64 {
         if self.alive && !self.idle {
@@ -143,21 +167,12 @@ impl Pool {
             .saturating_add(u.hold());
     }
 
-    /// Charges `cost` to a live, active agent on the fast path and renews its lease; returns
-    /// the upstream agent that warned it, if the warning is current.
-    #[inline(always)]
-    pub fn charge_fast(&mut self, agent: AgentId, cost: u64, now: Nanos) -> Option<AgentId> {
+    /// The usage of `agent` with the pool's total hold, so that the fast path looks the
+    /// agent up once.
+    #[inline]
+    pub fn get_mut_with_total(&mut self, agent: AgentId) -> Option<(&mut Usage, &mut u64)> {
         let u = self.usages.get_mut(agent.0 as usize)?.as_mut()?;
-        let before = u.hold();
-        u.used = u.used.saturating_add(cost);
-        u.inflight = u.inflight.saturating_add(1);
-        u.last_seen = now;
-        u.last_active = now;
-        self.total_hold = self
-            .total_hold
-            .saturating_sub(before)
-            .saturating_add(u.hold());
-        u.warned.filter(|&(_, until)| until > now).map(|(by, _)| by)
+        Some((u, &mut self.total_hold))
     }
 
     /// Quota not held by anyone.

@@ -164,7 +164,7 @@ impl ResourceState {
         now_d: Duration,
     ) -> Decision {
         if ticket.is_none() {
-            if let Some(g) = self.fast(agent, req, now, now_d) {
+            if let Some(g) = self.fast(agent, req, now, now, now_d) {
                 return Decision::Go(g);
             }
         }
