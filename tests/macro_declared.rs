@@ -94,26 +94,11 @@ mod recording {
             });
         }
 
-        pub struct SyncLoop;
         pub struct AsyncLoop;
-
-        pub fn sync_loop<I: Idempotency>(site: &'static CallSite, _: I) -> SyncLoop {
-            record::<I>(site);
-            SyncLoop
-        }
 
         pub fn async_loop<I: Idempotency>(site: &'static CallSite, _: I) -> AsyncLoop {
             record::<I>(site);
             AsyncLoop
-        }
-
-        impl SyncLoop {
-            pub fn step<T, E>(
-                &mut self,
-                f: impl FnOnce() -> Result<T, E>,
-            ) -> ControlFlow<Result<T, E>> {
-                ControlFlow::Break(f())
-            }
         }
 
         impl AsyncLoop {
@@ -126,6 +111,18 @@ mod recording {
         }
 
         pub const fn assert_retryable_error<E>() {}
+
+        pub fn fresh<T: Clone>(original: &T) -> T {
+            original.clone()
+        }
+
+        pub fn sync_retry<T, E>(
+            site: &'static CallSite,
+            mut f: impl FnMut() -> Result<T, E>,
+        ) -> Result<T, E> {
+            record::<Idempotent>(site);
+            f()
+        }
 
         pub fn sync_once<T, E>(
             site: &'static CallSite,

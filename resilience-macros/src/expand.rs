@@ -2,32 +2,32 @@
 //! [`validate`](crate::validate).
 //!
 //! The signature is re-emitted untouched (except that a retried fn's `mut` argument bindings
-//! move into the attempt, see [`fresh`](crate::fresh)); only the body changes. It becomes an
-//! attempt loop in place, each attempt being the original body in a closure (sync) or an `async` block
-//! (async), so `?` and `return` end the current attempt only, and borrows of `self` and the
-//! arguments end with each attempt. For a sync idempotent fn:
+//! move into the attempt, see [`fresh`](crate::fresh)); only the body changes. Each attempt
+//! is the original body in a closure (sync) or an `async` block (async), so `?` and `return`
+//! end the current attempt only, and borrows of `self` and the arguments end with each
+//! attempt. For a sync idempotent fn, the loop is a generic fn of `__private`, so the
+//! expansion is one call:
 //!
 //! ```text
 //! fn get_plan(&self, id: u64) -> Result<Plan, MyErr> {
 //!     static __RESILIENCE_SITE: P::CallSite = P::CallSite::new("plan_service", "get_plan", …);
-//!     let mut driver = P::sync_loop(&__RESILIENCE_SITE, P::Idempotent);
-//!     loop {
-//!         if let P::ControlFlow::Break(r) = driver.step(|| -> Result<Plan, MyErr> {
-//!             let id = <clone of id>; // one per by-value argument (M4)
-//!             <body>
-//!         }) {
-//!             break r;
-//!         }
-//!     }
+//!     P::sync_retry(&__RESILIENCE_SITE, || -> Result<Plan, MyErr> {
+//!         let id = P::fresh::<_>(&id); // one per by-value argument (M4)
+//!         <body>
+//!     })
 //! }
 //! ```
+//!
+//! An async attempt borrows the fn's locals from the future it runs in, so the async loop
+//! stays in the expansion (`P::async_loop` and its `step`, awaited in place): a generic fn
+//! would need an `AsyncFnMut` attempt, which compiled only ~13% faster and ran slower.
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
 //! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
 //! by value: no loop, so its body may move its arguments as written (M4). In a retried fn,
 //! each attempt first shadows every by-value argument with a clone of it
 //! ([`fresh`](crate::fresh)), so the attempt only borrows the originals and its body may
-//! consume the clones; a non-`Clone` argument is an error naming it (M4).
+//! consume the clones; a non-`Clone` argument is an error on it (M4).
 
 use crate::fresh;
 use crate::item::ItemFn;
@@ -57,6 +57,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // A call's unmet bounds are reported on its callee path: put the whole path there.
     let p_at_error = respan(&p, plan.error_span);
     let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
+    let sync_retry = quote_spanned!(plan.error_span=> #p_at_error::sync_retry);
     let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
     let await_ = quote_spanned!(plan.error_span=> .await);
     // The futures awaited are bound to locals spanned exactly on the error type (same span,
@@ -78,7 +79,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     } else {
         fresh::Fresh::none()
     };
-    let shadows = fresh::shadows(&fresh.bindings);
+    let shadows = fresh::shadows(&fresh.bindings, &p);
     let attempt_body = if fresh.bindings.is_empty() {
         quote!(#body)
     } else {
@@ -86,14 +87,10 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     };
 
     let guarded = match (plan.shape, plan.idempotent) {
-        (Shape::Sync, true) => quote! {
-            #check
-            let mut #driver = #p::sync_loop(&#site, #p::Idempotent);
-            loop {
-                if let #p::ControlFlow::Break(#result) = #driver.#step(|| -> #ty #attempt_body) {
-                    break #result;
-                }
-            }
+        // The loop is `sync_retry`'s: one generic call per fn. Its `E: RetryableError` bound
+        // is the readable check, reported on its callee path (spanned on the error type).
+        (Shape::Sync, true) => quote_spanned! {plan.error_span=>
+            #sync_retry(&#site, || -> #ty #attempt_body)
         },
         (Shape::Sync, false) => quote_spanned! {plan.error_span=>
             #sync_once(&#site, || -> #ty #body)

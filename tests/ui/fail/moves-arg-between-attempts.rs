@@ -1,6 +1,6 @@
 // M4: each attempt of a retried fn starts from a clone of every by-value argument, so a body
-// may consume them; an argument whose type is not `Clone` is an error on that argument, naming
-// it, with the fixes (take it by reference, make it `Clone`, or drop `idempotent`; see
+// may consume them; an argument whose type is not `Clone` is an error on that argument (the
+// snippet names it), with the fixes (take it by reference, make it `Clone`, or drop `idempotent`; see
 // pass/not-idempotent-moves-arg.rs and pass/retried-moves-arg.rs).
 #[derive(Debug)]
 pub struct ApiError;
