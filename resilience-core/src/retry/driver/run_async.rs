@@ -84,22 +84,89 @@ where
 {
     type Output = Result<T, E>;
 
+    /// The success path, kept small so it can inline into the caller's poll: start the first
+    /// attempt, poll it, and return its `Ok`. The depth and the permit stay in locals unless
+    /// the attempt waits or fails; anything but an immediate `Ok` goes on in
+    /// [`drive`](Self::drive).
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.as_mut().project();
+        if *this.phase != Phase::Unpolled {
+            return self.drive(cx, None);
+        }
+        let depth = current_depth();
+        let attempt = (this.op)();
+        let permit = match this.state.acquire() {
+            Ok(permit) => permit,
+            Err(refused) => return Poll::Ready(Err(refused_first(this.phase, attempt, refused))),
+        };
+        // Done until it is known to go on: an attempt that panics leaves this future spent.
+        *this.phase = Phase::Done;
+        this.attempt.set(Some(attempt));
+        let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+            unreachable!("the attempt was just stored");
+        };
+        let polled = {
+            let _depth = DepthGuard::set(depth.saturating_add(1));
+            attempt.poll(cx)
+        };
+        if let Poll::Ready(Ok(v)) = polled {
+            // The finished attempt is dropped with this future: a completed `async` block
+            // holds nothing, so there is nothing to drop early.
+            report(permit, true);
+            return Poll::Ready(Ok(v));
+        }
+        *this.depth = depth;
+        *this.permit = permit;
+        *this.phase = Phase::Attempt;
+        self.drive(cx, Some(polled))
+    }
+}
+
+/// The first attempt was refused by the breaker: it is dropped unpolled.
+#[cold]
+fn refused_first<Fut, E: From<ResilienceError>>(
+    phase: &mut Phase,
+    attempt: Fut,
+    refused: ResilienceError,
+) -> E {
+    drop(attempt);
+    *phase = Phase::Done;
+    E::from(refused)
+}
+
+impl<'a, I, C, F, Fut, T, E> RunAsync<'a, I, C, F, Fut>
+where
+    I: Idempotency,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: From<ResilienceError> + fmt::Display,
+    C: Classifier<E>,
+{
+    /// Everything but the first attempt's immediate success: an attempt that waits (and its
+    /// deadline), a failure and its backoff, the next attempts. `polled` is the current
+    /// attempt's poll if [`poll`](Future::poll) already made it.
+    #[inline(never)]
+    fn drive(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut polled: Option<Poll<Result<T, E>>>,
+    ) -> Poll<Result<T, E>> {
         let mut this = self.project();
         let state = this.state;
         loop {
             match *this.phase {
-                Phase::Unpolled => {
-                    *this.depth = current_depth();
-                }
+                Phase::Unpolled => unreachable!("the first poll starts the first attempt"),
                 Phase::Attempt => {
-                    let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
-                        unreachable!("an attempt is in flight");
-                    };
-                    let polled = {
-                        let _depth = DepthGuard::set(this.depth.saturating_add(1));
-                        attempt.poll(cx)
+                    let polled = match polled.take() {
+                        Some(p) => p,
+                        None => {
+                            let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+                                unreachable!("an attempt is in flight");
+                            };
+                            let _depth = DepthGuard::set(this.depth.saturating_add(1));
+                            attempt.poll(cx)
+                        }
                     };
                     let result = match polled {
                         Poll::Ready(result) => result,
