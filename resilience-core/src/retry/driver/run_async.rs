@@ -87,7 +87,7 @@ where
     /// The success path, kept small so it can inline into the caller's poll: start the first
     /// attempt, poll it, and return its `Ok`. The depth and the permit stay in locals unless
     /// the attempt waits or fails; anything but an immediate `Ok` goes on in
-    /// [`drive`](Self::drive).
+    /// `drive`.
     #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.as_mut().project();
