@@ -2,7 +2,7 @@
 //! (closure style) or turned into a step-by-step loop driver (what the attribute expands to).
 
 use super::classify::{AllTransient, Classifier};
-use super::driver::{AsyncLoop, SyncLoop};
+use super::driver::{AsyncLoop, RunAsync, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
@@ -77,22 +77,6 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     pub fn total_timeout(mut self, total: Duration) -> Self {
         self.total_timeout = Some(total);
         self
-    }
-
-    /// `None` if this call may retry, given the nesting depth it starts at; otherwise why not
-    /// (for the log).
-    #[inline]
-    pub(super) fn no_retry_reason(&self, depth: u32) -> Option<&'static str> {
-        let (max_attempts, idempotent_only) = self.guard.policy.gate();
-        if depth > 0 {
-            Some("nested")
-        } else if !I::IDEMPOTENT && idempotent_only {
-            Some("not_idempotent")
-        } else if max_attempts <= 1 {
-            Some("single_attempt_policy")
-        } else {
-            None
-        }
     }
 
     /// A sync loop driver: call [`SyncLoop::step`] until it breaks. Raises the nesting depth
@@ -184,18 +168,53 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     /// When retrying, the in-flight attempt is cancelled at the total deadline and the call
     /// returns [`ResilienceError::TotalTimeout`]; the deadline timer is armed only once an
     /// attempt actually waits, so an attempt that completes on its first poll costs no timer.
-    pub async fn run_async<T, E, F, Fut>(self, mut op: F) -> Result<T, E>
+    ///
+    /// The returned [`RunAsync`] polls the first attempt in place, so a call that succeeds
+    /// builds no loop driver.
+    #[inline]
+    pub fn run_async<T, E, F, Fut>(self, op: F) -> RunAsync<'a, I, C, F, Fut>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
     {
-        let mut driver = self.async_loop();
-        loop {
-            if let ControlFlow::Break(out) = driver.step(op()).await {
-                return out;
-            }
+        RunAsync::new(self, op)
+    }
+}
+
+/// Why a call may not retry; one byte, so the loop state (and every future holding it) stays
+/// small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoRetry {
+    Nested,
+    NotIdempotent,
+    SingleAttemptPolicy,
+}
+
+impl NoRetry {
+    /// The reason as logged.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Nested => "nested",
+            Self::NotIdempotent => "not_idempotent",
+            Self::SingleAttemptPolicy => "single_attempt_policy",
         }
+    }
+}
+
+/// `None` if a call with idempotency `I` on `guard`, starting at nesting depth `depth`, may
+/// retry; otherwise why not.
+#[inline]
+pub(super) fn no_retry_reason<I: Idempotency>(guard: &ServiceGuard, depth: u32) -> Option<NoRetry> {
+    let (max_attempts, idempotent_only) = guard.policy.gate();
+    if depth > 0 {
+        Some(NoRetry::Nested)
+    } else if !I::IDEMPOTENT && idempotent_only {
+        Some(NoRetry::NotIdempotent)
+    } else if max_attempts <= 1 {
+        Some(NoRetry::SingleAttemptPolicy)
+    } else {
+        None
     }
 }

@@ -28,7 +28,7 @@ mod sink;
 
 pub use call::Call;
 pub use classify::{AllTransient, ByHint, Classifier, ErrorClass, RetryHint};
-pub use driver::{AsyncLoop, SyncLoop};
+pub use driver::{AsyncLoop, RunAsync, SyncLoop};
 pub use guard::{ServiceGuard, ServiceGuardBuilder};
 pub use idempotency::{Idempotency, Idempotent, NotIdempotent, RetrySafe};
 pub use policy::RetryPolicy;

@@ -5,7 +5,6 @@ use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::deadline::WithDeadline;
-use crate::retry::events;
 use crate::retry::idempotency::Idempotency;
 use crate::retry::nesting::{current_depth, AtDepth};
 use std::fmt;
@@ -62,7 +61,7 @@ impl<'a, C> AsyncLoop<'a, C> {
             None => {
                 // The deadline cancelled the attempt: the service was too slow, a failure.
                 report(permit, false);
-                return ControlFlow::Break(Err(E::from(self.timed_out())));
+                return ControlFlow::Break(Err(E::from(self.state.timed_out())));
             }
         };
         // Deadline measured from the first attempt: if it never waited, it starts here.
@@ -74,18 +73,6 @@ impl<'a, C> AsyncLoop<'a, C> {
                 self.state.attempt += 1;
                 ControlFlow::Continue(())
             }
-        }
-    }
-
-    #[cold]
-    fn timed_out(&mut self) -> ResilienceError {
-        let elapsed = self.state.elapsed();
-        let (service, attempts) = (self.state.guard.service.clone(), self.state.attempt);
-        events::deadline_cancelled(&service, self.state.operation, attempts, elapsed);
-        ResilienceError::TotalTimeout {
-            service,
-            elapsed,
-            attempts,
         }
     }
 

@@ -1,5 +1,8 @@
 //! Step-by-step retry loops. The closure API ([`Call::run`](super::Call::run)) and the
-//! attribute's expansion both drive these, so there is one retry mechanism.
+//! attribute's expansion both drive these. [`Call::run_async`](super::Call::run_async) is a
+//! hand-written future instead ([`RunAsync`]), so its first attempt is polled in place; it
+//! shares the loop state, the breaker access and the retry decision ([`LoopState`]) with
+//! [`AsyncLoop`], so there is still one retry policy.
 //!
 //! A driver owns the loop's state (attempt number, deadline start, jitter); each `step` runs
 //! one attempt through the breaker, reports its outcome, and either breaks with the final
@@ -7,9 +10,11 @@
 //! borrow `&mut self` and arguments afresh each time: no `FnMut` returning a borrowing future.
 
 mod async_loop;
+mod run_async;
 pub(crate) mod shared;
 mod sync_loop;
 
 pub use async_loop::AsyncLoop;
+pub use run_async::RunAsync;
 pub(crate) use shared::LoopState;
 pub use sync_loop::SyncLoop;

@@ -1,6 +1,6 @@
 //! What the sync and async drivers share: breaker access and the retry decision.
 
-use super::super::call::Call;
+use super::super::call::{no_retry_reason, Call, NoRetry};
 use super::super::classify::{Classifier, ErrorClass};
 use super::super::events;
 use super::super::guard::ServiceGuard;
@@ -16,7 +16,7 @@ pub(crate) struct LoopState<'a, C> {
     pub(super) operation: &'a str,
     pub(super) classifier: C,
     /// Why this call may not retry (nested, not idempotent, …), or `None` if it may.
-    no_retry: Option<&'static str>,
+    no_retry: Option<NoRetry>,
     /// A per-call override of the policy's total timeout.
     pub(super) total_override: Option<Duration>,
     /// The attempt about to run or running, from 1.
@@ -28,16 +28,30 @@ pub(crate) struct LoopState<'a, C> {
 impl<'a, C> LoopState<'a, C> {
     #[inline]
     pub(super) fn new<I: Idempotency>(call: Call<'a, I, C>, depth: u32) -> Self {
-        let reason = call.no_retry_reason(depth);
+        let mut state = Self::unstarted(call);
+        state.begin::<I>(depth);
+        state
+    }
+
+    /// The state of a loop that has not decided whether it may retry: [`begin`](Self::begin)
+    /// must run, with the nesting depth the loop started at, before that is asked.
+    #[inline]
+    pub(super) fn unstarted<I: Idempotency>(call: Call<'a, I, C>) -> Self {
         Self {
             guard: call.guard,
             operation: call.operation,
             classifier: call.classifier,
-            no_retry: reason,
+            no_retry: None,
             total_override: call.total_timeout,
             attempt: 1,
             start: None,
         }
+    }
+
+    /// Fixes whether the loop may retry, given the nesting depth it starts at.
+    #[inline]
+    pub(super) fn begin<I: Idempotency>(&mut self, depth: u32) {
+        self.no_retry = no_retry_reason::<I>(self.guard, depth);
     }
 
     /// Whether this call may retry.
@@ -70,6 +84,19 @@ impl<'a, C> LoopState<'a, C> {
         self.guard.clock.now().saturating_sub(start)
     }
 
+    /// The error for an attempt cancelled at the total deadline; emits its event (R8).
+    #[cold]
+    pub(super) fn timed_out(&mut self) -> ResilienceError {
+        let elapsed = self.elapsed();
+        let (service, attempts) = (self.guard.service.clone(), self.attempt);
+        events::deadline_cancelled(&service, self.operation, attempts, elapsed);
+        ResilienceError::TotalTimeout {
+            service,
+            elapsed,
+            attempts,
+        }
+    }
+
     /// After the current attempt failed with `error`: the delay before the next one, or
     /// `None` to stop. Emits the attempt's event either way (R8).
     #[cold]
@@ -79,7 +106,7 @@ impl<'a, C> LoopState<'a, C> {
     {
         let (service, op, attempt) = (&*self.guard.service, self.operation, self.attempt);
         if let Some(reason) = self.no_retry {
-            events::giving_up(service, op, attempt, error, reason);
+            events::giving_up(service, op, attempt, error, reason.as_str());
             return None;
         }
         let hint = match self.classifier.classify(error) {

@@ -1,0 +1,265 @@
+//! The future of [`Call::run_async`]: a hand-written state machine, so the first attempt is
+//! polled in place and the success path builds no loop driver or step future to move.
+
+use super::shared::{report, LoopState};
+use crate::breaker::BreakerPermit;
+use crate::error::ResilienceError;
+use crate::retry::call::Call;
+use crate::retry::classify::Classifier;
+use crate::retry::idempotency::Idempotency;
+use crate::retry::nesting::{current_depth, DepthGuard};
+use crate::sleep::SleepFuture;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+pin_project_lite::pin_project! {
+    /// The future returned by [`Call::run_async`].
+    ///
+    /// Behaves like awaiting [`AsyncLoop::step`](super::AsyncLoop::step) in a loop: each
+    /// attempt is polled at nesting depth + 1 (R6), raced against the total deadline when
+    /// retrying, with the timer armed only once the attempt waits (R7), and dropping it
+    /// mid-attempt gives a half-open probe slot back (B5).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct RunAsync<'a, I, C, F, Fut> {
+        // Plain fields, not an enum of phases: moving between phases then drops only what
+        // it replaces, and the success path never runs a whole-enum drop. They drop in this
+        // order, as the step future's did: the attempt, its deadline timer, then the permit
+        // (a probe's slot goes back, B5).
+        #[pin]
+        attempt: Option<Fut>,
+        // The deadline timer while an attempt runs, the backoff sleep between attempts.
+        wait: Option<SleepFuture>,
+        permit: Option<BreakerPermit<'a>>,
+        state: LoopState<'a, C>,
+        op: F,
+        // The nesting depth the call started at (read at the first poll); attempts run one
+        // deeper.
+        depth: u32,
+        phase: Phase,
+        // Whether the loop state knows if it may retry: decided lazily, when an attempt
+        // first waits or fails, so an attempt that succeeds at once skips the decision.
+        decided: bool,
+        idempotency: PhantomData<I>,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not polled yet: the nesting depth is read at the first poll.
+    Unpolled,
+    /// `attempt` in flight, `wait` its deadline timer once armed.
+    Attempt,
+    /// `wait` is the backoff before the next attempt.
+    Backoff,
+    Done,
+}
+
+impl<'a, I: Idempotency, C, F, Fut> RunAsync<'a, I, C, F, Fut> {
+    #[inline]
+    pub(crate) fn new(call: Call<'a, I, C>, op: F) -> Self {
+        Self {
+            attempt: None,
+            wait: None,
+            permit: None,
+            state: LoopState::unstarted(call),
+            op,
+            depth: 0,
+            phase: Phase::Unpolled,
+            decided: false,
+            idempotency: PhantomData,
+        }
+    }
+}
+
+impl<'a, I, C, F, Fut, T, E> Future for RunAsync<'a, I, C, F, Fut>
+where
+    I: Idempotency,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: From<ResilienceError> + fmt::Display,
+    C: Classifier<E>,
+{
+    type Output = Result<T, E>;
+
+    /// The success path, kept small so it can inline into the caller's poll: start the first
+    /// attempt, poll it, and return its `Ok`. The depth and the permit stay in locals unless
+    /// the attempt waits or fails; anything but an immediate `Ok` goes on in
+    /// `drive`.
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.as_mut().project();
+        if *this.phase != Phase::Unpolled {
+            return self.drive(cx, None);
+        }
+        let depth = current_depth();
+        let attempt = (this.op)();
+        let permit = match this.state.acquire() {
+            Ok(permit) => permit,
+            Err(refused) => return Poll::Ready(Err(refused_first(this.phase, attempt, refused))),
+        };
+        // Done until it is known to go on: an attempt that panics leaves this future spent.
+        *this.phase = Phase::Done;
+        this.attempt.set(Some(attempt));
+        let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+            unreachable!("the attempt was just stored");
+        };
+        let polled = {
+            let _depth = DepthGuard::set(depth.saturating_add(1));
+            attempt.poll(cx)
+        };
+        if let Poll::Ready(Ok(v)) = polled {
+            // The finished attempt is dropped with this future: a completed `async` block
+            // holds nothing, so there is nothing to drop early.
+            report(permit, true);
+            return Poll::Ready(Ok(v));
+        }
+        *this.depth = depth;
+        *this.permit = permit;
+        *this.phase = Phase::Attempt;
+        self.drive(cx, Some(polled))
+    }
+}
+
+/// The first attempt was refused by the breaker: it is dropped unpolled.
+#[cold]
+fn refused_first<Fut, E: From<ResilienceError>>(
+    phase: &mut Phase,
+    attempt: Fut,
+    refused: ResilienceError,
+) -> E {
+    drop(attempt);
+    *phase = Phase::Done;
+    E::from(refused)
+}
+
+impl<'a, I, C, F, Fut, T, E> RunAsync<'a, I, C, F, Fut>
+where
+    I: Idempotency,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: From<ResilienceError> + fmt::Display,
+    C: Classifier<E>,
+{
+    /// Everything but the first attempt's immediate success: an attempt that waits (and its
+    /// deadline), a failure and its backoff, the next attempts. `polled` is the current
+    /// attempt's poll if [`poll`](Future::poll) already made it.
+    #[inline(never)]
+    fn drive(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut polled: Option<Poll<Result<T, E>>>,
+    ) -> Poll<Result<T, E>> {
+        let mut this = self.project();
+        let state = this.state;
+        loop {
+            match *this.phase {
+                Phase::Unpolled => unreachable!("the first poll starts the first attempt"),
+                Phase::Attempt => {
+                    let polled = match polled.take() {
+                        Some(p) => p,
+                        None => {
+                            let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+                                unreachable!("an attempt is in flight");
+                            };
+                            let _depth = DepthGuard::set(this.depth.saturating_add(1));
+                            attempt.poll(cx)
+                        }
+                    };
+                    let result = match polled {
+                        Poll::Ready(result) => result,
+                        Poll::Pending => {
+                            decide::<I, C>(state, this.decided, *this.depth);
+                            if !state.may_retry() {
+                                return Poll::Pending;
+                            }
+                            // The attempt goes first: a result that is ready wins over a
+                            // deadline reached at the same instant.
+                            let timer = this.wait.get_or_insert_with(|| {
+                                let remaining = state.total().saturating_sub(state.elapsed());
+                                state.guard.async_sleeper.deadline(remaining)
+                            });
+                            ready!(timer.as_mut().poll(cx));
+                            // The deadline cancels the attempt: the service was too slow, a
+                            // failure.
+                            *this.phase = Phase::Done;
+                            this.attempt.set(None);
+                            *this.wait = None;
+                            report(this.permit.take(), false);
+                            return Poll::Ready(Err(E::from(state.timed_out())));
+                        }
+                    };
+                    *this.phase = Phase::Done;
+                    let error = match result {
+                        Ok(v) => {
+                            // The finished attempt is dropped with this future: a completed
+                            // `async` block holds nothing, so there is nothing to drop early.
+                            report(this.permit.take(), true);
+                            return Poll::Ready(Ok(v));
+                        }
+                        Err(e) => e,
+                    };
+                    this.attempt.set(None);
+                    *this.wait = None;
+                    report(this.permit.take(), false);
+                    decide::<I, C>(state, this.decided, *this.depth);
+                    match backoff(state, &error) {
+                        None => return Poll::Ready(Err(error)),
+                        Some(sleep) => {
+                            *this.wait = Some(sleep);
+                            *this.phase = Phase::Backoff;
+                        }
+                    }
+                    continue;
+                }
+                Phase::Backoff => {
+                    if let Some(sleep) = this.wait {
+                        ready!(sleep.as_mut().poll(cx));
+                    }
+                    *this.wait = None;
+                    state.attempt += 1;
+                }
+                Phase::Done => panic!("`RunAsync` polled after completion"),
+            }
+            // Start the next attempt: make its future, then take its breaker permit (on
+            // refusal the attempt is dropped unpolled).
+            let attempt = (this.op)();
+            match state.acquire() {
+                Ok(permit) => {
+                    this.attempt.set(Some(attempt));
+                    *this.permit = permit;
+                    *this.phase = Phase::Attempt;
+                }
+                Err(refused) => {
+                    drop(attempt);
+                    *this.phase = Phase::Done;
+                    return Poll::Ready(Err(E::from(refused)));
+                }
+            }
+        }
+    }
+}
+
+/// Decides once whether the call may retry, from the depth it started at.
+#[inline]
+fn decide<I: Idempotency, C>(state: &mut LoopState<'_, C>, decided: &mut bool, depth: u32) {
+    if !*decided {
+        state.begin::<I>(depth);
+        *decided = true;
+    }
+}
+
+/// After a failed attempt: the backoff to wait before the next one, or `None` to stop (the
+/// decision and its event are [`LoopState::next_delay`]'s).
+#[cold]
+fn backoff<C: Classifier<E>, E: fmt::Display>(
+    state: &mut LoopState<'_, C>,
+    error: &E,
+) -> Option<SleepFuture> {
+    // Deadline measured from the first attempt: if it never waited, it starts here.
+    state.start();
+    let delay = state.next_delay(error)?;
+    Some(state.guard.async_sleeper.sleep(delay))
+}
