@@ -61,6 +61,10 @@ pub(crate) struct Local {
     /// When a block message from another process was heard and no reply sent since has
     /// said how long the block lasts: the express lane stays shut meanwhile.
     block_heard: Option<Duration>,
+    /// The lease is being given up: the express lane stays shut until a new lease, so the
+    /// `leave` call's report holds everything the lane spent (the server returns the whole
+    /// reservation on leave).
+    leaving: bool,
 }
 
 impl Local {
@@ -110,10 +114,6 @@ impl Local {
     pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, margin: Duration) {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
-        if self.block_heard.is_some_and(|heard| t.sent_at > heard) {
-            // Judged after the block was set: its end is in this reply.
-            self.block_heard = None;
-        }
         if r.status == crate::script::FENCED {
             // Our epoch is stale: nothing is ours to spend until a new lease is granted.
             self.server_reserved = 0;
@@ -130,6 +130,7 @@ impl Local {
                 self.uncertain = 0;
                 self.lease_until = Duration::ZERO;
                 self.epoch = r.epoch;
+                self.leaving = false;
             }
             if r.window != self.window {
                 // Offline spending of an older window says nothing about this one.
@@ -158,6 +159,11 @@ impl Local {
             self.block_until = self
                 .block_until
                 .max(t.recv_at + Duration::from_millis(block));
+            if self.block_heard.is_some_and(|heard| t.sent_at > heard) {
+                // Judged after the block was set, and its end just learned (a fenced or
+                // older reply, which teaches nothing, leaves the lane shut).
+                self.block_heard = None;
+            }
         }
         if r.epoch != 0 && r.epoch == self.epoch {
             // The lease was renewed no earlier than the request was sent.
@@ -191,11 +197,23 @@ impl Local {
     /// an offline acquire would be (no lease, lease or window about to end, share spent).
     pub fn express_acquire(&mut self, cost: u32, now: Duration, allowance: u64) -> Option<u64> {
         let unsettled = self.offline_unreported + self.reporting + u64::from(cost);
-        // An unanchored window has no reset to account the grant to yet.
-        if self.block_heard.is_some() || unsettled > allowance || self.reset_at_ms == 0 {
+        // An unanchored window has no reset to account the grant to yet, and a ledger of 0
+        // would read as "no grant" to the script, which then takes the grant's reading as
+        // current (it may predate grants of other processes).
+        if self.block_heard.is_some()
+            || self.leaving
+            || unsettled > allowance
+            || self.reset_at_ms == 0
+            || self.ledger == 0
+        {
             return None;
         }
         self.offline_acquire(cost, now).ok()
+    }
+
+    /// Shuts the express lane until a new lease: call before sending `leave`.
+    pub fn start_leaving(&mut self) {
+        self.leaving = true;
     }
 
     /// Another process set or extended a block (pub/sub): shut the express lane until a
@@ -243,6 +261,7 @@ mod tests {
             reset_at_ms: 1_000_000 + 30_000,
             now_ms: 1_000_000,
             lease_left_ms: 10_000,
+            ledger: 40,
             ..Reply::default()
         }
     }
@@ -291,8 +310,17 @@ mod tests {
         // Its reply may predate the block: the lane stays shut.
         l.apply(&reply(11, 5, 20), before, 0, MARGIN);
         assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        // A fenced reply, however late it was sent, teaches nothing about the block.
+        let mut fenced = reply(12, 5, 20);
+        fenced.status = crate::script::FENCED;
         clock.advance(Duration::from_millis(1));
-        let mut blocked = reply(12, 5, 20);
+        l.apply(&fenced, at(&clock, 1), 0, MARGIN);
+        // A join sent before the block, processed before it, answered after: a new lease and
+        // no block in it. The lane must stay shut.
+        l.apply(&reply(12, 6, 20), before, 0, MARGIN);
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        clock.advance(Duration::from_millis(1));
+        let mut blocked = reply(13, 6, 20);
         blocked.block_until_ms = blocked.now_ms + 3_000;
         l.apply(&blocked, at(&clock, 1), 0, MARGIN);
         // Now the block is known: still shut, until it ends.
@@ -310,10 +338,29 @@ mod tests {
         unanchored.reset_at_ms = 0;
         l.apply(&unanchored, at(&clock, 1), 0, MARGIN);
         assert_eq!(l.express_acquire(1, clock.now(), 8), None);
-        l.apply(&reply(11, 5, 20), at(&clock, 1), 0, MARGIN);
+        let mut no_grant_yet = reply(11, 5, 20);
+        no_grant_yet.ledger = 0; // would read as "no grant" in the script's reconciliation
+        l.apply(&no_grant_yet, at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        l.apply(&reply(12, 5, 20), at(&clock, 1), 0, MARGIN);
         assert!(l.express_acquire(1, clock.now(), 8).is_some());
         clock.advance(TTL);
         assert_eq!(l.express_acquire(1, clock.now(), 8), None, "lease ran out");
+    }
+
+    #[test]
+    fn g7_express_lane_is_shut_from_leaving_until_a_new_lease() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        l.start_leaving();
+        // The leave is in flight: the server will return the whole reservation, so nothing
+        // may be spent that its report does not carry.
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        l.apply(&reply(11, 5, 20), at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.express_acquire(1, clock.now(), 8), None);
+        l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN); // rejoined: a new lease
+        assert!(l.express_acquire(1, clock.now(), 8).is_some());
     }
 
     #[test]

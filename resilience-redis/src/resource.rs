@@ -176,7 +176,12 @@ impl SharedQuota {
     /// Gives the lease up and returns this process's unspent reservation to the pool (on
     /// shutdown). The next acquire starts a new lease.
     pub async fn leave(&self) -> Result<Settled, RedisQuotaError> {
-        let epoch = self.state.local.lock().epoch;
+        let epoch = {
+            let mut l = self.state.local.lock();
+            // Before the call takes its report: nothing the lane spends can miss it.
+            l.start_leaving();
+            l.epoch
+        };
         self.settle(epoch, Op::Leave).await
     }
 
