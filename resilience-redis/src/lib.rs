@@ -43,8 +43,10 @@
 //!   for this process alone; the server never pays an acquire of its own from the part
 //!   the lane may have spent unreported (the allowance, 8 by default, the most the lane
 //!   may have unsettled at once); a block set anywhere is published, and the lane stays
-//!   shut until this process has heard how long it lasts; and if the process dies, only
-//!   the allowance is held back (until the window ends), the rest returns after the TTL.
+//!   shut until this process has heard how long it lasts; if the process dies, only the
+//!   allowance is held back (until the window ends), the rest returns after the TTL; and
+//!   a holder that comes back after its lease expired gets its held share back less the
+//!   allowance (a call of its old lease may still be on its way with a later report).
 //! - **Waiting.** After a block, each waiter asks again in its priority's G6 window past the
 //!   block's end. While the quota is spent, a pub/sub message wakes waiters when quota comes
 //!   back (returned grants, expired leases); a waiter re-asks at the latest every

@@ -6,7 +6,8 @@
 -- spend before reporting it: all in degraded mode, the express allowance, or 0), 6 limit,
 -- 7 window_ms, 8 reserve share (per mille), 9 reserve max, 10 view reset_at, 11 view pool,
 -- 12 view members, 13 offline or express spending to report, 14 local reservation (what
--- the node still holds, for a rebuild), 15 channel, 16.. per op.
+-- the node still holds, for a rebuild), 15 channel, 16.. per op; last (ARGV[#ARGV]) keep,
+-- the node's express allowance (the most its lane may have spent without reporting).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
 
 local K_Q, K_L, K_E, K_H, K_R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -18,6 +19,7 @@ local share, rmax = tonumber(ARGV[8]), tonumber(ARGV[9])
 local v_reset, v_pool, v_members = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 local spent_off, local_res = tonumber(ARGV[13]), tonumber(ARGV[14])
 local channel = ARGV[15]
+local keep = tonumber(ARGV[#ARGV])
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -174,8 +176,10 @@ local function join()
       local hk = node .. ':' .. d(epoch)
       local h = tonumber(redis.call('HGET', K_H, hk))
       if h then
+        -- The report may not be all: another call of the old lease, sent before the last
+        -- express spending, can reach us first. Up to `keep` stays out of the pool.
         s.held = s.held - h
-        s.pool = s.pool + math.max(0, h - spent_off)
+        s.pool = s.pool + math.max(0, h - spent_off - keep)
         redis.call('HDEL', K_H, hk)
         publish()
       elseif s.rebuilt == s.win and v_reset == s.reset_at
@@ -233,9 +237,9 @@ local function current_lease()
 end
 
 if op == 'acq' then
-  -- keep: the part of the reservation its express lane may have spent without reporting
-  -- yet; paying an acquire from it could spend one unit twice.
-  local cost, keep = tonumber(ARGV[16]), tonumber(ARGV[17])
+  -- Never from the last `keep` of the reservation: the express lane may have spent it
+  -- without reporting yet, and paying an acquire from it could spend one unit twice.
+  local cost = tonumber(ARGV[16])
   join()
   if cost > s.limit then
     status, reason = 2, 4

@@ -220,7 +220,7 @@ pub(crate) async fn call(
         .arg(&fixed.channel);
     match op {
         Op::Acquire { cost } => {
-            inv.arg(cost).arg(fixed.keep);
+            inv.arg(cost);
         }
         Op::Release {
             cost,
@@ -248,6 +248,8 @@ pub(crate) async fn call(
         }
         Op::Renew | Op::Leave | Op::Snapshot => {}
     }
+    // Last, whatever the op: the script reads it as `ARGV[#ARGV]`.
+    inv.arg(fixed.keep);
     let ints: Vec<i64> = inv.invoke_async(conn).await?;
     Ok(Reply::from_ints(&ints))
 }
