@@ -62,33 +62,19 @@ fn run(test: &'static str, scenario: Scenario) -> Option<resilience_emulator::sq
     Some(run)
 }
 
-/// Each P2 request served while a P0 call waited, with the first such call: what a reader
-/// of an inversion count needs.
+/// Each inversion with the P0 call it delayed: what a reader of the count needs.
 fn print_inversions(run: &resilience_emulator::squad::Run) {
-    use resilience_emulator::Priority;
-    let p0: Vec<_> = run
-        .records
-        .calls
-        .iter()
-        .filter(|c| c.priority == Priority::P0)
-        .collect();
-    for e in run
-        .log
-        .iter()
-        .filter(|e| e.priority == Priority::P2 && !e.outcome.is_rate_limited())
-    {
-        if let Some(c) = p0.iter().find(|c| c.wanted < e.at && e.at < c.sent) {
-            eprintln!(
-                "inversion: {} {} {} served at {:.3} s while {} (P0) waited from {:.3} to {:.3} s",
-                e.agent,
-                e.method,
-                e.path,
-                e.at.as_secs_f64(),
-                c.agent,
-                c.wanted.as_secs_f64(),
-                c.sent.as_secs_f64()
-            );
-        }
+    for (e, c) in resilience_emulator::squad::inverted(&run.log, &run.records) {
+        eprintln!(
+            "inversion: {} {} {} served at {:.3} s while {} (P0) waited from {:.3} to {:.3} s",
+            e.agent,
+            e.method,
+            e.path,
+            e.at.as_secs_f64(),
+            c.agent,
+            c.wanted.as_secs_f64(),
+            c.sent.as_secs_f64()
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a run is judged by: the numbers of the side-by-side table and of `--json`.
 
 use super::bound::LowerBound;
-use super::driver::Records;
+use super::driver::{CallRecord, Records};
 use crate::model::{Lockout, LogEntry};
 use crate::request::Priority;
 use std::time::Duration;
@@ -126,16 +126,25 @@ pub fn herd_peak(log: &[LogEntry], lockouts: &[Lockout]) -> u64 {
 
 /// P2 requests served (2xx/304) at an instant when some P0 call was wanted but not yet sent.
 pub fn inversions(log: &[LogEntry], records: &Records) -> u64 {
-    let waiting: Vec<(Duration, Duration)> = records
+    inverted(log, records).count() as u64
+}
+
+/// Each inversion: a P2 request served while a P0 call waited, with the first such call.
+pub fn inverted<'a>(
+    log: &'a [LogEntry],
+    records: &'a Records,
+) -> impl Iterator<Item = (&'a LogEntry, &'a CallRecord)> + 'a {
+    let waiting: Vec<&CallRecord> = records
         .calls
         .iter()
         .filter(|c| c.priority == Priority::P0 && c.sent > c.wanted)
-        .map(|c| (c.wanted, c.sent))
         .collect();
     log.iter()
         .filter(|e| e.priority == Priority::P2 && !e.outcome.is_rate_limited())
-        .filter(|e| waiting.iter().any(|(w, s)| *w < e.at && e.at < *s))
-        .count() as u64
+        .filter_map(move |e| {
+            let call = waiting.iter().find(|c| c.wanted < e.at && e.at < c.sent)?;
+            Some((e, *call))
+        })
 }
 
 #[cfg(test)]
@@ -143,7 +152,6 @@ mod tests {
     use super::*;
     use crate::model::{LockoutCause, Outcome};
     use crate::request::Kind;
-    use crate::squad::driver::CallRecord;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
