@@ -5,7 +5,7 @@ use crate::error::RedisQuotaError;
 use crate::grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
-use crate::local::OfflineRefusal;
+use crate::local::{Local, OfflineRefusal};
 use crate::quota::{ms, CallError, Inner, ResState};
 use crate::script::{self, Op, Reply};
 use resilience_core::governor::{Observation, Priority};
@@ -306,17 +306,24 @@ impl SharedQuota {
         let now = self.inner.clock.now();
         let mut l = self.state.local.lock();
         let generation = l.express_acquire(cost, now, cfg.express_allowance)?;
-        Some(QuotaGrant {
+        Some(self.reserve_grant(&l, cost, generation, true))
+    }
+
+    /// A grant paid from the reservation before the server hears of it (express or
+    /// offline). An express grant's reading is reconciled from the last ledger position this
+    /// process saw; an offline one is never sent.
+    fn reserve_grant(&self, l: &Local, cost: u32, generation: u64, express: bool) -> QuotaGrant {
+        QuotaGrant {
             resource: self.state.name.clone(),
             cost,
             epoch: l.epoch,
             window: l.window,
             reset_at_ms: l.reset_at_ms,
-            ledger: l.ledger,
+            ledger: if express { l.ledger } else { 0 },
             from_reserve: true,
             offline: Some(generation),
-            express: true,
-        })
+            express,
+        }
     }
 
     fn offline_acquire(&self, cost: u32) -> Result<QuotaDecision, RedisQuotaError> {
@@ -330,17 +337,9 @@ impl SharedQuota {
         let now = self.inner.clock.now();
         let mut l = self.state.local.lock();
         match l.offline_acquire(cost, now) {
-            Ok(generation) => Ok(QuotaDecision::Go(QuotaGrant {
-                resource: self.state.name.clone(),
-                cost,
-                epoch: l.epoch,
-                window: l.window,
-                reset_at_ms: l.reset_at_ms,
-                ledger: 0,
-                from_reserve: true,
-                offline: Some(generation),
-                express: false,
-            })),
+            Ok(generation) => Ok(QuotaDecision::Go(
+                self.reserve_grant(&l, cost, generation, false),
+            )),
             Err(OfflineRefusal::Blocked(d)) => Ok(QuotaDecision::Wait(QuotaWait {
                 delay: d,
                 reason: QuotaWaitReason::Blocked,
