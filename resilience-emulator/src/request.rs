@@ -1,6 +1,7 @@
 //! What a client sends and what the emulator answers.
 
 use std::fmt;
+use std::time::Duration;
 
 /// How a request counts against the secondary limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -90,6 +91,11 @@ pub struct Request {
     pub priority: Priority,
     /// An `If-None-Match` validator, if the request is conditional.
     pub if_none_match: Option<String>,
+    /// When the client's rate-limit scheduler let this request go, on the emulator's clock,
+    /// if the client says so (header `x-emu-admitted-at`, in seconds). Only the log reads it:
+    /// a request admitted before a P0 call was wanted, but still on its way when the P0 call
+    /// waits, was not put ahead of that call by the scheduler.
+    pub admitted: Option<Duration>,
 }
 
 impl Request {
@@ -111,12 +117,19 @@ impl Request {
             agent: agent.into(),
             priority,
             if_none_match: None,
+            admitted: None,
         }
     }
 
     /// The same request with an explicit kind.
     pub fn with_kind(mut self, kind: Kind) -> Self {
         self.kind = kind;
+        self
+    }
+
+    /// The same request stamped with the instant its client's scheduler admitted it.
+    pub fn with_admitted(mut self, at: Duration) -> Self {
+        self.admitted = Some(at);
         self
     }
 

@@ -2,8 +2,9 @@
 //!
 //! Requests are read as GitHub would: the token from `Authorization: token …` or
 //! `Bearer …`, the kind from method and path (override with `x-emu-kind: read|write|content`),
-//! `If-None-Match` for conditional requests. Two headers only the emulator reads feed its log:
-//! `x-agent` and `x-priority` (`P0`/`P1`/`P2`). Each request is held in flight for the
+//! `If-None-Match` for conditional requests. Three headers only the emulator reads feed its log:
+//! `x-agent`, `x-priority` (`P0`/`P1`/`P2`) and `x-emu-admitted-at` (when the client's
+//! scheduler let the request go, in emulator seconds). Each request is held in flight for the
 //! configured latency (the concurrency limit sees it), measured on the emulator's clock.
 //! `GET /_emu/log` and `GET /_emu/lockouts` return the log and the lockouts as JSON.
 
@@ -181,6 +182,9 @@ fn to_request(req: &hyper::Request<Incoming>, path: String) -> Request {
     if let Some(etag) = header(req, "if-none-match") {
         request.if_none_match = Some(etag.to_owned());
     }
+    request.admitted = header(req, "x-emu-admitted-at")
+        .and_then(|s| s.parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
     request
 }
 

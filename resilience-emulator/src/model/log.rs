@@ -45,6 +45,9 @@ pub enum SecondaryCause {
 pub struct LogEntry {
     /// Emulator time at which the request was handled.
     pub at: Duration,
+    /// When the client's scheduler admitted it, if the client said (see
+    /// [`Request::admitted`](crate::Request::admitted)).
+    pub admitted: Option<Duration>,
     /// Calling agent.
     pub agent: String,
     /// Calling agent's priority.

@@ -300,6 +300,7 @@ impl Emulator {
         };
         inner.log.push(LogEntry {
             at: now,
+            admitted: request.admitted,
             agent: request.agent.clone(),
             priority: request.priority,
             method: request.method.clone(),

@@ -250,7 +250,8 @@ async fn run_call<S: Scheduler, T: Transport>(
             &*ctx.agent,
             ctx.priority,
         )
-        .with_kind(call.kind);
+        .with_kind(call.kind)
+        .with_admitted(sent);
         if call.conditional {
             request.if_none_match = ctx.etags.lock().get(&call.path).cloned();
         }

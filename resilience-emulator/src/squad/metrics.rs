@@ -33,8 +33,11 @@ pub struct Metrics {
     pub completion_s: f64,
     /// Most requests in any 100 ms within 60 s after a lockout ended (the herd).
     pub peak_requests_per_100ms_after_block: u64,
-    /// P2 requests served while a P0 call was waiting.
+    /// P2 requests let through while a P0 call was waiting (see [`inverted`]).
     pub priority_inversions: u64,
+    /// P2 requests that reached the emulator while a P0 call was waiting, including those
+    /// admitted before it was wanted (see [`arrivals_during_p0_wait`]).
+    pub p2_arrivals_during_p0_wait: u64,
     /// Tasks not finished (abandoned, or cut by the horizon).
     pub unfinished_tasks: u64,
 }
@@ -79,6 +82,7 @@ pub fn measure(
         completion_s: completion.as_secs_f64(),
         peak_requests_per_100ms_after_block: herd_peak(log, lockouts),
         priority_inversions: inversions(log, records),
+        p2_arrivals_during_p0_wait: arrivals_during_p0_wait(log, records),
         unfinished_tasks: records.tasks.iter().filter(|t| !t.finished).count() as u64,
     }
 }
@@ -124,15 +128,38 @@ pub fn herd_peak(log: &[LogEntry], lockouts: &[Lockout]) -> u64 {
     peak
 }
 
-/// P2 requests served (2xx/304) at an instant when some P0 call was wanted but not yet sent.
+/// P2 requests let through (and served, 2xx/304) at an instant when some P0 call was wanted
+/// but not yet sent.
 pub fn inversions(log: &[LogEntry], records: &Records) -> u64 {
     inverted(log, records).count() as u64
 }
 
-/// Each inversion: a P2 request served while a P0 call waited, with the first such call.
+/// Each inversion: a P2 request let through while a P0 call waited, with the first such call.
+///
+/// A request's instant is when its client's scheduler admitted it ([`LogEntry::admitted`]),
+/// or when the emulator handled it if the client did not say. A P2 request admitted before
+/// the P0 call was wanted was not put ahead of it: it was already on its way. Across
+/// processes such a request can still reach the emulator during the P0 call's wait; those are
+/// counted apart, by [`arrivals_during_p0_wait`].
 pub fn inverted<'a>(
     log: &'a [LogEntry],
     records: &'a Records,
+) -> impl Iterator<Item = (&'a LogEntry, &'a CallRecord)> + 'a {
+    during_p0_wait(log, records, |e| e.admitted.unwrap_or(e.at))
+}
+
+/// P2 requests served that *reached the emulator* while a P0 call waited, however early they
+/// were admitted: the inversions plus the requests already in flight when the P0 call was
+/// wanted. Equal to [`inversions`] when admission and arrival coincide (one process).
+pub fn arrivals_during_p0_wait(log: &[LogEntry], records: &Records) -> u64 {
+    during_p0_wait(log, records, |e| e.at).count() as u64
+}
+
+/// The served P2 requests whose instant (`at_of`) falls strictly inside some P0 call's wait.
+fn during_p0_wait<'a>(
+    log: &'a [LogEntry],
+    records: &'a Records,
+    at_of: impl Fn(&LogEntry) -> Duration + 'a,
 ) -> impl Iterator<Item = (&'a LogEntry, &'a CallRecord)> + 'a {
     let waiting: Vec<&CallRecord> = records
         .calls
@@ -142,7 +169,8 @@ pub fn inverted<'a>(
     log.iter()
         .filter(|e| e.priority == Priority::P2 && !e.outcome.is_rate_limited())
         .filter_map(move |e| {
-            let call = waiting.iter().find(|c| c.wanted < e.at && e.at < c.sent)?;
+            let at = at_of(e);
+            let call = waiting.iter().find(|c| c.wanted < at && at < c.sent)?;
             Some((e, *call))
         })
 }
@@ -160,6 +188,7 @@ mod tests {
     fn entry(at: Duration, priority: Priority, outcome: Outcome) -> LogEntry {
         LogEntry {
             at,
+            admitted: None,
             agent: "x".into(),
             priority,
             method: "GET".into(),
@@ -222,6 +251,37 @@ mod tests {
             entry(ms(500), Priority::P2, Outcome::Served), // P0 sent by then
         ];
         assert_eq!(inversions(&log, &records), 2);
+        assert_eq!(arrivals_during_p0_wait(&log, &records), 2);
+    }
+
+    #[test]
+    fn g7_inversions_date_a_request_by_its_admission_not_its_arrival() {
+        let records = Records {
+            calls: vec![CallRecord {
+                agent: "picard".into(),
+                priority: Priority::P0,
+                wanted: ms(100),
+                sent: ms(500),
+                ok: true,
+                attempts: 1,
+            }],
+            tasks: vec![],
+        };
+        let admitted = |at, by| LogEntry {
+            admitted: Some(ms(by)),
+            ..entry(ms(at), Priority::P2, Outcome::Served)
+        };
+        let log = vec![
+            admitted(200, 90),  // on its way before P0 was wanted: arrives during the wait
+            admitted(300, 250), // let through during the wait: an inversion
+            admitted(600, 400), // let through during the wait, arrives after: an inversion
+            admitted(450, 500), // admitted the instant P0 was sent: not during the wait
+        ];
+        let inverted: Vec<_> = inverted(&log, &records).map(|(e, _)| e.at).collect();
+        assert_eq!(inverted, vec![ms(300), ms(600)]);
+        assert_eq!(inversions(&log, &records), 2);
+        // By arrival: the first, second and fourth reached the emulator during the wait.
+        assert_eq!(arrivals_during_p0_wait(&log, &records), 3);
     }
 
     #[test]

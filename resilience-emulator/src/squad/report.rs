@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// The side-by-side table of the naive and governed runs.
 pub fn table(naive: &Metrics, governed: &Metrics) -> String {
-    let rows: [(&str, String, String); 11] = [
+    let rows: [(&str, String, String); 12] = [
         (
             "requests",
             naive.requests.to_string(),
@@ -34,9 +34,14 @@ pub fn table(naive: &Metrics, governed: &Metrics) -> String {
             secs(governed.p0_wait_p95_s),
         ),
         (
-            "priority inversions (P2 served while P0 waits)",
+            "priority inversions (P2 let through while P0 waits)",
             naive.priority_inversions.to_string(),
             governed.priority_inversions.to_string(),
+        ),
+        (
+            "P2 arriving while P0 waits (incl. sent before)",
+            naive.p2_arrivals_during_p0_wait.to_string(),
+            governed.p2_arrivals_during_p0_wait.to_string(),
         ),
         (
             "peak requests per 100 ms after a block",

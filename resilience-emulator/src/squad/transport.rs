@@ -91,6 +91,9 @@ impl Transport for Http {
         if let Some(etag) = &request.if_none_match {
             builder = builder.header("if-none-match", etag);
         }
+        if let Some(at) = request.admitted {
+            builder = builder.header("x-emu-admitted-at", format!("{:.9}", at.as_secs_f64()));
+        }
         let req = match builder.body(Full::new(Bytes::new())) {
             Ok(r) => r,
             Err(e) => return failure(format!("bad request: {e}")),
