@@ -92,9 +92,12 @@ pub struct RedisQuotaConfig {
     /// process shuts it until this process has heard how long the block lasts.
     pub express: Option<Priority>,
     /// The most the express lane may have spent and not yet had settled by the server
-    /// (default 8); past it, express acquires ask Redis (and carry the report). If this
-    /// process dies, the server holds back this much of its reservation until the window
-    /// ends and returns the rest after the lease TTL.
+    /// (default 32); past it, express acquires ask Redis (and carry the report). Size it to
+    /// the largest burst of express calls one process starts at once: the call past it
+    /// waits a round trip, and a background call of another process may be let through
+    /// meanwhile (a squad lead's parallel step of ten reads did, with 8). If this process
+    /// dies, the server holds back this much of its reservation until the window ends and
+    /// returns the rest after the lease TTL.
     pub express_allowance: u64,
 }
 
@@ -117,7 +120,7 @@ impl RedisQuotaConfig {
             reconnect_every: Duration::from_millis(500),
             wait: WaitPolicy::default(),
             express: Some(Priority::P0),
-            express_allowance: 8,
+            express_allowance: 32,
         }
     }
 

@@ -41,7 +41,7 @@
 //!   background call granted a moment earlier in another process is served: a priority
 //!   inversion across hosts. It is safe by construction: the reservation was set aside
 //!   for this process alone; the server never pays an acquire of its own from the part
-//!   the lane may have spent unreported (the allowance, 8 by default, the most the lane
+//!   the lane may have spent unreported (the allowance, 32 by default, the most the lane
 //!   may have unsettled at once); a block set anywhere is published, and the lane stays
 //!   shut until this process has heard how long it lasts; if the process dies, only the
 //!   allowance is held back (until the window ends), the rest returns after the TTL; and
