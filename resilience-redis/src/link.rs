@@ -42,7 +42,9 @@ pub(crate) fn is_loss(e: &RedisError) -> bool {
                 | ServerErrorKind::ClusterDown
                 | ServerErrorKind::ReadOnly
         ),
-        ErrorKind::Parse => false,
+        // The script's own refusals (`resilience-redis: …`) are extension errors: answers,
+        // not a lost link, so they must not send the process into degraded mode.
+        ErrorKind::Parse | ErrorKind::Extension | ErrorKind::UnexpectedReturnType => false,
         _ => true,
     }
 }

@@ -21,17 +21,26 @@ local spent_off, local_res = tonumber(ARGV[13]), tonumber(ARGV[14])
 local channel = ARGV[15]
 local keep = tonumber(ARGV[#ARGV])
 
+-- The layout of the state, leases and arguments this script speaks. Builds that speak
+-- another must not share a prefix: each would read the other's leases wrongly.
+local PROTO = 2
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local FIELDS = {'limit', 'window', 'pool', 'reset_at', 'win', 'ledger', 'applied', 'block_until',
   'seq', 'ops', 'reserved', 'held', 'recover_until', 'expect', 'rebuilt', 'starved', 'members',
-  'next_reap'}
+  'next_reap', 'proto'}
 local s = {}
 local raw = redis.call('HMGET', K_Q, unpack(FIELDS))
 for i, f in ipairs(FIELDS) do s[f] = tonumber(raw[i]) end
 if s.limit then
   for _, f in ipairs(FIELDS) do s[f] = s[f] or 0 end
+  if s.proto ~= PROTO then
+    return redis.error_reply(string.format('resilience-redis: protocol mismatch: %s holds '
+      .. 'protocol %d state, this build speaks %d (%s); stop the other build or use another '
+      .. 'prefix', K_Q, s.proto, PROTO, (s.proto == 0) and 'older build' or 'builds differ'))
+  end
 end
 
 -- A missing state is a first use, or a Redis that lost its data. A node that knew a live
@@ -41,7 +50,8 @@ if not s.limit then
   local base = now * 1000
   s = {limit = a_limit, window = a_window, pool = a_limit, reset_at = 0, win = base,
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
-    recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0}
+    recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
+    proto = PROTO}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))

@@ -210,6 +210,35 @@ async fn g7_a_cost_above_the_whole_limit_is_a_typed_error() {
     );
 }
 
+/// Two builds whose scripts lay the state out differently must not share a prefix: the
+/// script refuses state stamped by another protocol with an error that names the key and
+/// the fix, instead of misreading the other build's leases.
+#[tokio::test]
+async fn g7_state_of_another_protocol_version_is_refused_by_name() {
+    let Some(srv) = server() else { return };
+    let p = prefix("proto");
+    let (_r, q) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
+    go(q.try_acquire(1).await.expect("this build's own state"));
+    let key = format!("{{{p}:core}}:q");
+    for (stamp, why) in [("1", "builds differ"), ("0", "older build")] {
+        let set = srv.cmd(&format!("HSET {key} proto {stamp}"));
+        assert!(set.is_some(), "redis answered the HSET");
+        let e = q.try_acquire(1).await.unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, RedisQuotaError::Server { .. }), "{e:?}");
+        for part in [
+            "protocol mismatch",
+            key.as_str(),
+            &format!("holds protocol {stamp} state"),
+            "this build speaks 2",
+            why,
+            "another prefix",
+        ] {
+            assert!(text.contains(part), "{part:?} in {text}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_fail_closed_refuses_while_redis_is_down_and_rejoins_when_it_returns() {
     let Some(mut srv) = server() else { return };
@@ -369,7 +398,9 @@ async fn express_ready(q: &SharedQuota) -> Option<resilience_redis::QuotaGrant> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_express_lane_p0_acquires_take_no_round_trip_and_are_reported_later() {
     let Some(srv) = server() else { return };
-    let c = cfg(&srv.url, &prefix("express"), "a").reserve_share_permille(500);
+    let c = cfg(&srv.url, &prefix("express"), "a")
+        .reserve_share_permille(500)
+        .express(Some(Priority::P0), 8);
     let (_r, q) = quota(c, 1_000, MS(60_000)).await;
     let first = express_ready(&q).await.expect("the express lane opened");
     assert!(first.from_reserve() && !first.is_offline());
