@@ -43,7 +43,8 @@
 //!   for this process alone; the server never pays an acquire of its own from the part
 //!   the lane may have spent unreported (the allowance, 32 by default, the most the lane
 //!   may have unsettled at once); a block set anywhere is published, and the lane stays
-//!   shut until this process has heard how long it lasts; if the process dies, only the
+//!   shut until this process has heard how long it lasts (a subscription that dies without
+//!   its socket closing is caught by a probe within three I/O timeouts, and shuts it too); if the process dies, only the
 //!   allowance is held back (until the window ends), the rest returns after the TTL; and
 //!   a holder that comes back after its lease expired gets its held share back less the
 //!   allowance (a call of its old lease may still be on its way with a later report).

@@ -63,59 +63,116 @@ async fn rejoin(inner: &Inner) {
 
 /// Subscribes to every resource's channel and wakes the matching waiters. While Redis is
 /// lost, waiters fall back on their jittered poll.
+///
+/// A subscription can die without its socket closing (a NAT or proxy that drops idle
+/// connections): blocks published meanwhile would go unheard while the express lane stays
+/// open. So the listener publishes a probe to a channel of its own every `io_timeout`
+/// through the command connection; a probe nobody received, or one not heard back within
+/// two periods, ends the subscription (shutting the lane) and subscribes again: a dead
+/// subscription is noticed within three `io_timeout`s.
 pub(crate) async fn listen(weak: Weak<Inner>) {
     loop {
-        let (pattern, sleeper, every, timeout) = {
+        let (pattern, probe, sleeper, every, timeout, period) = {
             let Some(inner) = weak.upgrade() else { return };
             (
                 format!("{}:ev:*", inner.cfg.prefix),
+                probe_channel(&inner.cfg.prefix, &inner.cfg.node),
                 inner.sleeper.clone(),
                 inner.cfg.reconnect_every,
                 inner.cfg.connect_timeout,
+                inner.cfg.io_timeout,
             )
         };
-        let pubsub = {
-            let Some(inner) = weak.upgrade() else { return };
-            tokio::time::timeout(timeout, inner.link.pubsub()).await
+        let subscribed = async {
+            let inner = weak.upgrade()?;
+            let mut ps = inner.link.pubsub().await.ok()?;
+            drop(inner);
+            ps.psubscribe(&pattern).await.ok()?;
+            ps.subscribe(&probe).await.ok()?;
+            Some(ps)
         };
-        if let Ok(Ok(mut ps)) = pubsub {
-            if ps.psubscribe(&pattern).await.is_ok() {
-                let mut stream = ps.into_on_message();
-                if let Some(inner) = weak.upgrade() {
-                    // A block set while we were not subscribed went unheard: the express
-                    // lane opens only after a reply sent from now on.
-                    let now = inner.clock.now();
-                    for res in inner.resources() {
-                        res.local.lock().heard_block(now);
-                    }
-                    inner.set_listening(true);
+        // Bounded: a dead socket would otherwise hang the subscription for good.
+        if let Ok(Some(ps)) = tokio::time::timeout(timeout, subscribed).await {
+            let mut stream = ps.into_on_message();
+            if let Some(inner) = weak.upgrade() {
+                // A block set while we were not subscribed went unheard: the express
+                // lane opens only after a reply sent from now on.
+                let now = inner.clock.now();
+                for res in inner.resources() {
+                    res.local.lock().heard_block(now);
                 }
-                while let Some(msg) = stream.next().await {
-                    let Some(inner) = weak.upgrade() else { return };
-                    let channel = msg.get_channel_name();
-                    let Some(name) = channel.rsplit(':').next() else {
-                        continue;
-                    };
-                    // `b`: a block was set or extended; anything else: quota came back.
-                    let block = msg.get_payload_bytes() == b"b";
-                    for res in inner.resources() {
-                        if &*res.name == name {
-                            if block {
-                                res.local.lock().heard_block(inner.clock.now());
-                            } else {
-                                res.wake.notify_waiters();
-                            }
+                inner.set_listening(true);
+            }
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut sent: u64 = 0;
+            let mut heard: u64 = 0;
+            loop {
+                tokio::select! {
+                    msg = stream.next() => {
+                        let Some(msg) = msg else { break };
+                        let Some(inner) = weak.upgrade() else { return };
+                        if msg.get_channel_name() == probe {
+                            let n = msg.get_payload::<u64>().unwrap_or(0);
+                            heard = heard.max(n);
+                            continue;
+                        }
+                        on_message(&inner, &msg);
+                    }
+                    _ = tick.tick() => {
+                        let Some(inner) = weak.upgrade() else { return };
+                        if heard + 1 < sent {
+                            break; // a probe sent two periods ago never came back
+                        }
+                        match send_probe(&inner, &probe, sent + 1).await {
+                            Some(0) => break, // the server has no subscriber for us
+                            Some(_) => sent += 1,
+                            None => {}        // the command link is down: nothing to learn
                         }
                     }
                 }
-                // Blocks may now go unheard: shut the express lane until subscribed again.
-                if let Some(inner) = weak.upgrade() {
-                    inner.set_listening(false);
-                }
+            }
+            // Blocks may now go unheard: shut the express lane until subscribed again.
+            if let Some(inner) = weak.upgrade() {
+                inner.set_listening(false);
             }
         }
         sleeper.sleep(jitter(every)).await;
     }
+}
+
+/// A resource's message: `b`, a block was set or extended; anything else, quota came back.
+fn on_message(inner: &Inner, msg: &redis::Msg) {
+    let channel = msg.get_channel_name();
+    let Some(name) = channel.rsplit(':').next() else {
+        return;
+    };
+    let block = msg.get_payload_bytes() == b"b";
+    for res in inner.resources() {
+        if &*res.name == name {
+            if block {
+                res.local.lock().heard_block(inner.clock.now());
+            } else {
+                res.wake.notify_waiters();
+            }
+        }
+    }
+}
+
+/// This process's probe channel: outside the resources' pattern, so no one else hears it.
+fn probe_channel(prefix: &str, node: &str) -> String {
+    format!("{prefix}:probe:{node}")
+}
+
+/// Publishes probe `n`; how many subscribers received it, or `None` without a link.
+async fn send_probe(inner: &Inner, channel: &str, n: u64) -> Option<u64> {
+    let (mut conn, _) = inner.link.current()?;
+    redis::cmd("PUBLISH")
+        .arg(channel)
+        .arg(n)
+        .query_async::<u64>(&mut conn)
+        .await
+        .ok()
 }
 
 /// `d` × a uniform draw in [0.5, 1.5).

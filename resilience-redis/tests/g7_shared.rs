@@ -2,6 +2,7 @@
 
 mod common;
 
+use common::proxy::Proxy;
 use common::server::{prefix, server};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
@@ -218,7 +219,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
     let Some(srv) = server() else { return };
     let p = prefix("proto");
     let (_r, q) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
-    go(q.try_acquire(1).await.expect("this build's own state"));
+    let _ = go(q.try_acquire(1).await.expect("this build's own state"));
     let key = format!("{{{p}:core}}:q");
     for (stamp, why) in [("1", "builds differ"), ("0", "older build")] {
         let set = srv.cmd(&format!("HSET {key} proto {stamp}"));
@@ -454,6 +455,31 @@ async fn g7_g6_a_block_set_by_another_node_shuts_the_express_lane_at_once() {
     b.observe(Some(g), &limited).await.expect("observe");
     // a has made no call since: only the pub/sub message can tell it.
     tokio::time::sleep(MS(200)).await;
+    let e = a
+        .acquire_within(1, Priority::P0, Some(MS(300)))
+        .await
+        .expect_err("a P0 acquire during b's block must wait");
+    assert!(matches!(e, RedisQuotaError::WaitTooLong { .. }), "{e:?}");
+}
+
+/// A subscription can die without its socket closing; blocks published meanwhile go
+/// unheard. The listener's probe notices within three I/O timeouts and shuts the lane, so
+/// a P0 acquire asks Redis again and learns of the block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_a_silently_dead_subscription_shuts_the_express_lane() {
+    let Some(srv) = server() else { return };
+    let proxy = Proxy::start(&srv.url).await;
+    let p = prefix("halfopen");
+    let c = |url: &str, n| cfg(url, &p, n).reserve_share_permille(500);
+    let (_ra, a) = quota(c(&proxy.url, "a"), 1_000, MS(60_000)).await;
+    let (_rb, b) = quota(c(&srv.url, "b"), 1_000, MS(60_000)).await;
+    assert!(express_ready(&a).await.is_some(), "a's express lane opened");
+    proxy.freeze_pubsub();
+    let g = go(b.try_acquire(1).await.expect("acquire"));
+    let limited = Observation::from_headers(429, [("retry-after", "5")]);
+    b.observe(Some(g), &limited).await.expect("observe");
+    // The "b" message never reaches a. Three I/O timeouts (0.9 s) and some slack later:
+    tokio::time::sleep(MS(1_500)).await;
     let e = a
         .acquire_within(1, Priority::P0, Some(MS(300)))
         .await

@@ -1,4 +1,6 @@
-//! Shared by the G7 integration tests: a throwaway redis-server and the worker process.
+//! Shared by the G7 integration tests: a throwaway redis-server, a proxy that can
+//! silence its subscriptions, and the worker process.
 
+pub mod proxy;
 pub mod server;
 pub mod worker;
