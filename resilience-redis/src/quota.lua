@@ -85,11 +85,19 @@ end
 
 -- Settles the offline or express spending the caller reports: it leaves the reservation,
 -- and counts as granted (readings taken before it will be reconciled against it).
+-- What the reservation cannot cover was reported after the window rolled (every
+-- reservation is 0 then; the server never pays its own acquires from the last `keep`). It may
+-- have been spent after the window's real end (another node's headers can move the reset
+-- earlier than this node knew), so up to `keep` of it counts against the new window: at
+-- worst that wastes quota spent in the old one, never spends a unit twice.
 local function settle_report(l)
   local cut = math.min(spent_off, l.reserved)
   l.reserved = l.reserved - cut
   s.reserved = s.reserved - cut
   s.ledger = s.ledger + cut
+  local late = math.min(spent_off - cut, keep, s.pool)
+  s.pool = s.pool - late
+  s.ledger = s.ledger + late
 end
 
 -- A lease: epoch, reservation, the window it belongs to, hold (the most its holder may

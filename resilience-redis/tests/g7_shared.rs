@@ -486,3 +486,56 @@ async fn g7_g6_a_silently_dead_subscription_shuts_the_express_lane() {
         .expect_err("a P0 acquire during b's block must wait");
     assert!(matches!(e, RedisQuotaError::WaitTooLong { .. }), "{e:?}");
 }
+
+/// Another node's headers can move the window's reset earlier than this node knows, so its
+/// express lane may spend into the next window before it hears. The report arrives after
+/// the window rolled, with no reservation left to settle it from: it counts against the new
+/// window (up to the express allowance), never vanishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_express_spending_reported_after_an_earlier_reset_counts_in_the_new_window() {
+    let Some(srv) = server() else { return };
+    let p = prefix("earlyreset");
+    let c = |n| {
+        cfg(&srv.url, &p, n)
+            .reserve_share_permille(500)
+            .express(Some(Priority::P0), 8)
+    };
+    let (_ra, a) = quota(c("a"), 1_000, MS(60_000)).await;
+    let (_rb, b) = quota(c("b"), 1_000, MS(60_000)).await;
+    let window = express_ready(&a)
+        .await
+        .expect("a's express lane opened")
+        .window();
+    // Settle that first grant while its window lasts.
+    let _ = a.snapshot().await.expect("snapshot");
+    // b reads a reset 1-2 s away (a thinks it is a minute away).
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let g = go(b.try_acquire(1).await.expect("acquire"));
+    let reset = (unix + 2).to_string();
+    let early = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-limit", "1000"),
+            ("x-ratelimit-remaining", "900"),
+            ("x-ratelimit-reset", reset.as_str()),
+        ],
+    );
+    b.observe(Some(g), &early).await.expect("observe");
+    // After the real reset, a's lane still believes in the old window: six express grants.
+    tokio::time::sleep(MS(2_300)).await;
+    for _ in 0..6 {
+        let g = a.acquire(1, Priority::P0).await.expect("acquire at P0");
+        assert!(g.is_express(), "{g:?}");
+    }
+    // a's next call carries the report to a server that has rolled the window.
+    let after = a.snapshot().await.expect("snapshot");
+    assert_ne!(after.window, window, "the window rolled: {after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total + after.held,
+        1_000 - 6,
+        "the six count in the new window: {after:?}"
+    );
+}
