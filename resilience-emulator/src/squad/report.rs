@@ -34,7 +34,7 @@ pub fn table(naive: &Metrics, governed: &Metrics) -> String {
             secs(governed.p0_wait_p95_s),
         ),
         (
-            "priority inversions (P2 let through while P0 waits)",
+            "priority inversions (P2 admitted while P0 waits)",
             naive.priority_inversions.to_string(),
             governed.priority_inversions.to_string(),
         ),
