@@ -450,15 +450,25 @@ async fn g7_g6_a_block_set_by_another_node_shuts_the_express_lane_at_once() {
     let (_ra, a) = quota(c("a"), 1_000, MS(60_000)).await;
     let (_rb, b) = quota(c("b"), 1_000, MS(60_000)).await;
     assert!(express_ready(&a).await.is_some(), "a's express lane opened");
-    let g = go(b.try_acquire(1).await.expect("acquire"));
-    let limited = Observation::from_headers(429, [("retry-after", "3")]);
-    b.observe(Some(g), &limited).await.expect("observe");
+    block_for_3_s(&b).await;
     // a has made no call since: only the pub/sub message can tell it.
     tokio::time::sleep(MS(200)).await;
-    let e = a
+    assert_p0_waits(&a).await;
+}
+
+/// `q` sees a 429 with `retry-after: 3`, which blocks every node (G6).
+async fn block_for_3_s(q: &SharedQuota) {
+    let g = go(q.try_acquire(1).await.expect("acquire"));
+    let limited = Observation::from_headers(429, [("retry-after", "3")]);
+    q.observe(Some(g), &limited).await.expect("observe");
+}
+
+/// A P0 acquire on `q` waits (the block is known): its lane is shut.
+async fn assert_p0_waits(q: &SharedQuota) {
+    let e = q
         .acquire_within(1, Priority::P0, Some(MS(300)))
         .await
-        .expect_err("a P0 acquire during b's block must wait");
+        .expect_err("a P0 acquire during the block must wait");
     assert!(matches!(e, RedisQuotaError::WaitTooLong { .. }), "{e:?}");
 }
 
@@ -475,16 +485,10 @@ async fn g7_g6_a_silently_dead_subscription_shuts_the_express_lane() {
     let (_rb, b) = quota(c(&srv.url, "b"), 1_000, MS(60_000)).await;
     assert!(express_ready(&a).await.is_some(), "a's express lane opened");
     proxy.freeze_pubsub();
-    let g = go(b.try_acquire(1).await.expect("acquire"));
-    let limited = Observation::from_headers(429, [("retry-after", "5")]);
-    b.observe(Some(g), &limited).await.expect("observe");
+    block_for_3_s(&b).await;
     // The "b" message never reaches a. Three I/O timeouts (0.9 s) and some slack later:
     tokio::time::sleep(MS(1_500)).await;
-    let e = a
-        .acquire_within(1, Priority::P0, Some(MS(300)))
-        .await
-        .expect_err("a P0 acquire during b's block must wait");
-    assert!(matches!(e, RedisQuotaError::WaitTooLong { .. }), "{e:?}");
+    assert_p0_waits(&a).await;
 }
 
 /// Another node's headers can move the window's reset earlier than this node knows, so its

@@ -229,9 +229,9 @@ mod tests {
         assert_eq!(herd_peak(&log, &[]), 0);
     }
 
-    #[test]
-    fn inversions_count_p2_served_while_p0_waits() {
-        let records = Records {
+    /// One P0 call, wanted at 100 ms and sent at 500 ms.
+    fn picard_waits_from_100_to_500_ms() -> Records {
+        Records {
             calls: vec![CallRecord {
                 agent: "picard".into(),
                 priority: Priority::P0,
@@ -241,7 +241,12 @@ mod tests {
                 attempts: 1,
             }],
             tasks: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn inversions_count_p2_served_while_p0_waits() {
+        let records = picard_waits_from_100_to_500_ms();
         let log = vec![
             entry(ms(50), Priority::P2, Outcome::Served), // before P0 wanted
             entry(ms(200), Priority::P2, Outcome::Served), // inversion
@@ -256,17 +261,7 @@ mod tests {
 
     #[test]
     fn g7_inversions_date_a_request_by_its_admission_not_its_arrival() {
-        let records = Records {
-            calls: vec![CallRecord {
-                agent: "picard".into(),
-                priority: Priority::P0,
-                wanted: ms(100),
-                sent: ms(500),
-                ok: true,
-                attempts: 1,
-            }],
-            tasks: vec![],
-        };
+        let records = picard_waits_from_100_to_500_ms();
         let admitted = |at, by| LogEntry {
             admitted: Some(ms(by)),
             ..entry(ms(at), Priority::P2, Outcome::Served)
