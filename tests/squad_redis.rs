@@ -11,7 +11,9 @@
 mod multi;
 
 use resilience_emulator::squad::Scenario;
+use resilience_emulator::Outcome;
 use std::process::Command;
+use std::time::Duration;
 
 /// x20: a scheduling hiccup of 20 real ms is 0.4 s of emulated time, inside the P0 target
 /// of 1 s; at x60 a loaded 2-core machine pushed the P0 p95 past it (1.1 and 1.5 s in two
@@ -112,13 +114,13 @@ fn g7_squad_incident_governed_by_three_processes_through_redis_meets_the_targets
 }
 
 /// The outage scenario: a block at minute 8 that no client can foresee. The first rejection
-/// a worker sees blocks every worker through Redis (G6 across processes), so the squad still
-/// finishes near the bound. Known gaps, measured with the express lane over five runs (x30,
-/// x20): rejections 2, 1, 3, 1, 7 (the requests already in flight when the block starts: one
-/// agent's parallel step of blob reads can put several on the wire within a real
-/// millisecond; the single in-process governor has 3 in virtual time) and priority
-/// inversions 0, 0, 0, 3, 0. So this test does not hold the outage to the issue's "at most 2
-/// rejections, no inversion"; those targets are the incident's, asserted above.
+/// a worker sees blocks every worker through Redis (G6 across processes), so the only
+/// requests lost are those admitted before any rejection could be known, as in one process
+/// (`tests/squad.rs`). How many that is depends on what was on the wire when the block
+/// started: 7, 1 and 8 in three runs at x20 (one agent's parallel step of ten blob reads,
+/// admitted 0.1-0.2 s into the block, before its first rejection came back), so the issue's
+/// "at most 2 rate-limited responses", a target of the incident (asserted above), is not
+/// one of this scenario's.
 #[test]
 fn g7_g6_squad_outage_governed_by_three_processes_shares_the_block() {
     const TEST: &str = "g7_g6_squad_outage_governed_by_three_processes_shares_the_block";
@@ -127,14 +129,44 @@ fn g7_g6_squad_outage_governed_by_three_processes_shares_the_block() {
     };
     let m = run.metrics;
     eprintln!("{m:#?}");
+    print_inversions(&run);
+    let latency = Scenario::Outage.workload(7).latency;
+    let first_received = run
+        .log
+        .iter()
+        .filter(|e| e.outcome.is_rate_limited())
+        .map(|e| e.at + latency.of(e.kind))
+        .min();
+    for e in run.log.iter().filter(|e| e.outcome.is_rate_limited()) {
+        eprintln!(
+            "rejected: {} {} {} admitted {:.3} arrived {:.3}; first rejection received {:.3}",
+            e.agent,
+            e.method,
+            e.path,
+            e.admitted.unwrap_or(e.at).as_secs_f64(),
+            e.at.as_secs_f64(),
+            first_received.unwrap_or_default().as_secs_f64()
+        );
+    }
     assert!(
         !run.lockouts.is_empty(),
         "the scripted block happened: {m:?}"
     );
-    // This bound catches a worker that keeps sending into the 60 s block (the naive squad
-    // gets hundreds); each worker's own governor also stops at its own first rejection, so
-    // it does not by itself prove the block is shared.
-    assert!(m.rate_limited_responses <= 12, "{m:?}");
+    // Every rejection is the block's, and was admitted before the first rejection reached
+    // its client, give or take the 10 real ms (0.2 s here) its observe needs to reach Redis
+    // and the pub/sub message every process: no process sent into the block once it could
+    // be known. A block that was not shared would fail this: the other workers would keep
+    // sending until their own first rejection (the naive squad sends hundreds).
+    let known =
+        first_received.expect("the block was met") + Duration::from_millis(10).mul_f64(SPEEDUP);
+    for e in run.log.iter().filter(|e| e.outcome.is_rate_limited()) {
+        assert_eq!(e.outcome, Outcome::Scripted, "{e:?}");
+        let admitted = e.admitted.expect("workers stamp x-emu-admitted-at");
+        assert!(
+            admitted < known,
+            "{e:?} admitted after the block was known at {known:?}"
+        );
+    }
     assert!(m.p0_wait_p95_s <= 1.0, "{m:?}");
     assert_eq!(m.unfinished_tasks, 0, "{m:?}");
     assert!(m.goodput_ratio >= 0.90, "{m:?}");
