@@ -55,6 +55,23 @@ async fn serves_github_headers_and_logs_agent_and_priority() {
     );
 }
 
+/// A client says when its scheduler admitted a request; the log keeps it beside the arrival
+/// (the inversion measure dates requests by it), and a request that says nothing has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_logs_the_admission_instant_a_client_sends() {
+    let (emu, _server, http) = start(Limits::github()).await;
+    let admitted = Duration::from_nanos(907_543_000_123);
+    let req = Request::new("tok", "GET", "/repos/a/b", "ralph", Priority::P2);
+    assert_eq!(
+        http.send(req.clone().with_admitted(admitted)).await.status,
+        200
+    );
+    assert_eq!(http.send(req).await.status, 200);
+    let log = emu.log();
+    assert_eq!(log[0].admitted, Some(admitted));
+    assert_eq!(log[1].admitted, None);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secondary_limit_over_http_is_403_with_message_and_quota_left() {
     let limits = Limits {
