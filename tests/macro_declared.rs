@@ -110,7 +110,16 @@ mod recording {
             }
         }
 
-        pub const fn assert_retryable_error<E>() {}
+        pub async fn step<T, E>(
+            driver: &mut AsyncLoop,
+            f: impl Future<Output = Result<T, E>>,
+        ) -> ControlFlow<Result<T, E>> {
+            driver.step(f).await
+        }
+
+        pub fn unreachable_attempt<R>() -> R {
+            unreachable!()
+        }
 
         pub fn fresh<T: Clone>(original: &T) -> T {
             original.clone()

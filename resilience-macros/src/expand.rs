@@ -19,8 +19,24 @@
 //! ```
 //!
 //! An async attempt borrows the fn's locals from the future it runs in, so the async loop
-//! stays in the expansion (`P::async_loop` and its `step`, awaited in place): a generic fn
-//! would need an `AsyncFnMut` attempt, which compiled only ~13% faster and ran slower.
+//! stays in the expansion: a generic fn would need an `AsyncFnMut` attempt, which compiled
+//! only ~13% faster and ran slower (one more future layer). Each attempt is an `async` block
+//! handed to `P::step`, whose future polls it in place (a hand-written future, not an
+//! `async fn`: no nested state machine to compile or to move at run time):
+//!
+//! ```text
+//! async fn list_plans(&self) -> Result<Vec<Plan>, MyErr> {
+//!     static __RESILIENCE_SITE: P::CallSite = …;
+//!     let mut driver = P::async_loop(&__RESILIENCE_SITE, P::Idempotent);
+//!     loop {
+//!         let step = P::step(&mut driver, async {
+//!             if false { return P::unreachable_attempt::<Result<Vec<Plan>, MyErr>>(); }
+//!             <body>
+//!         });
+//!         if let P::ControlFlow::Break(result) = step.await { break result; }
+//!     }
+//! }
+//! ```
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
 //! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
@@ -50,28 +66,24 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // Sync attempts are closures whose declared return type lets `?` and `return` infer;
     // async blocks cannot declare one, so they start with an unreachable typed `return`.
     let ty = &plan.attempt_ty;
-    let edge = return_edge(plan);
-    // Errors about the attempt's type (e.g. `E: RetryableError`) are reported at the driver
-    // method; spanning it on the declared error type points the user at the right place.
-    let step = Ident::new("step", plan.error_span);
-    // A call's unmet bounds are reported on its callee path: put the whole path there.
+    let edge = return_edge(plan, &p);
+    // A call's unmet bounds (`E: RetryableError`, the readable check) are reported on its
+    // callee path: put the whole path on the declared error type.
     let p_at_error = respan(&p, plan.error_span);
     let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
     let sync_retry = quote_spanned!(plan.error_span=> #p_at_error::sync_retry);
     let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
+    let step = quote_spanned!(plan.error_span=> #p_at_error::step);
     let await_ = quote_spanned!(plan.error_span=> .await);
     // The futures awaited are bound to locals spanned exactly on the error type (same span,
-    // same hygiene context as the check below): an `.await` re-checks the future's bounds on
-    // `E` at its receiver, and rustc drops an error implied by one already reported at the
-    // same span, so a missing `From<ResilienceError>` is reported once, readably. The body
-    // cannot see these names: it sits inside their own initializer.
+    // same hygiene context as the driver call that checks `E: RetryableError`): an `.await`
+    // re-checks the future's bounds on `E` at its receiver, and rustc drops an error implied
+    // by one already reported at the same span, so a missing `From<ResilienceError>` is
+    // reported once, readably. The body cannot see these names: it sits inside their own
+    // initializer. The readable check needs no `E` written out, so an alias
+    // (`app::Result<T>`) gets it too.
     let once_fut = Ident::new("resilience_once", plan.error_span);
     let step_fut = Ident::new("resilience_step", plan.error_span);
-    // The drivers bound `E` less readably than `RetryableError` does; when `E` can be named,
-    // ask for the readable check first (on the error type's span).
-    let check = plan.error_ty.as_ref().map(|e| {
-        quote_spanned! {plan.error_span=> #p::assert_retryable_error::<#e>(); }
-    });
 
     // M4: a retried attempt starts from fresh clones of the by-value arguments.
     let fresh = if plan.idempotent {
@@ -95,37 +107,41 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         (Shape::Sync, false) => quote_spanned! {plan.error_span=>
             #sync_once(&#site, || -> #ty #body)
         },
-        (Shape::AsyncFn, true) => quote! {
-            #check
+        (Shape::AsyncFn, true) => {
+            let attempt = quote!(async { #edge #shadows #body });
+            let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
+            quote! {
             let mut #driver = #p::async_loop(&#site, #p::Idempotent);
             loop {
-                let #step_fut = #driver.#step(async { #edge #shadows #body });
+                let #step_fut = #step_call;
                 if let #p::ControlFlow::Break(#result) = #step_fut #await_ {
                     break #result;
                 }
             }
-        },
+            }
+        }
         (Shape::AsyncFn, false) => quote_spanned! {plan.error_span=>
-            #check
             let #once_fut = #async_once(&#site, async { #edge #body });
             #once_fut #await_
         },
         // Each attempt runs the original body again for a fresh future, so the returned
         // future owns the arguments.
-        (Shape::ImplFuture, true) => quote! {
-            #check
+        (Shape::ImplFuture, true) => {
+            let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
+            quote! {
             async move {
                 let mut #driver = #p::async_loop(&#site, #p::Idempotent);
                 loop {
                     #[allow(clippy::redundant_closure_call)]
-                    let #attempt = (|| #attempt_body)();
-                    let #step_fut = #driver.#step(#attempt);
+                    let #attempt = #p::typed_attempt::<#ty, _>((|| #attempt_body)());
+                    let #step_fut = #step_call;
                     if let #p::ControlFlow::Break(#result) = #step_fut #await_ {
                         break #result;
                     }
                 }
             }
-        },
+            }
+        }
         // One attempt: the body runs now, as it did unguarded, and only its future is
         // captured, so the returned future borrows nothing more than before.
         // The returned block is spanned on the error type too: its future's bounds are
@@ -138,7 +154,6 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                 }
             };
             quote! {
-                #check
                 #[allow(clippy::redundant_closure_call)]
                 let #attempt = (|| #body)();
                 #fut
@@ -179,14 +194,21 @@ fn private(plan: &Plan) -> TokenStream {
 fn site_static(plan: &Plan, site: &Ident, p: &TokenStream) -> TokenStream {
     let service = &plan.service;
     let operation = &plan.operation;
-    let declared = declared(&plan.declared, p);
+    let (declared, all) = declared(&plan.declared, p);
+    let allow = all.then(|| quote!(#[allow(clippy::needless_update)]));
     quote! {
-        #[allow(clippy::needless_update)]
+        #allow
         static #site: #p::CallSite = #p::CallSite::new(#service, #operation, #declared);
     }
 }
 
-fn declared(d: &Declared, p: &TokenStream) -> TokenStream {
+/// The number of declarable `CodeDeclared` fields: with all of them declared, clippy's
+/// `needless_update` flags the `..EMPTY` (kept so a field added later still compiles). The
+/// `allow` is emitted only then: each lint name in an attribute costs rustc a lookup per fn.
+const FIELDS: usize = 6;
+
+/// The `CodeDeclared` literal, and whether it declares every field.
+fn declared(d: &Declared, p: &TokenStream) -> (TokenStream, bool) {
     let some = |v: TokenStream| quote!(#p::Option::Some(#v));
     let mut fields = Vec::new();
     if let Some(n) = d.max_attempts {
@@ -224,31 +246,22 @@ fn declared(d: &Declared, p: &TokenStream) -> TokenStream {
         let v = some(quote!(#j));
         fields.push(quote!(jitter: #v));
     }
-    if fields.is_empty() {
+    let tokens = if fields.is_empty() {
         quote!(#p::CodeDeclared::EMPTY)
     } else {
         quote!(#p::CodeDeclared { #(#fields,)* ..#p::CodeDeclared::EMPTY })
-    }
+    };
+    (tokens, fields.len() == FIELDS)
 }
 
 /// An unreachable `return` of the declared type, first in the attempt, so `?` and `return`
-/// in the body know the attempt's error type before anything else is inferred.
-fn return_edge(plan: &Plan) -> TokenStream {
+/// in the body know the attempt's error type before anything else is inferred. A call (not
+/// `loop {}`) makes the value: nothing diverges, so no lint needs silencing.
+fn return_edge(plan: &Plan, p: &TokenStream) -> TokenStream {
     let ty = &plan.attempt_ty;
-    let never = Ident::new("resilience_never", Span::mixed_site());
     quote_spanned! {plan.error_span=>
-        #[allow(
-            unreachable_code,
-            clippy::diverging_sub_expression,
-            clippy::empty_loop,
-            clippy::let_unit_value,
-            clippy::let_with_type_underscore,
-            clippy::needless_return,
-            clippy::unreachable
-        )]
         if false {
-            let #never: #ty = loop {};
-            return #never;
+            return #p::unreachable_attempt::<#ty>();
         }
     }
 }
