@@ -131,15 +131,13 @@ pub fn typed_attempt<R, F: Future<Output = R>>(attempt: F) -> F {
     attempt
 }
 
-/// The async driver for one call of an annotated fn.
+/// The async driver for one call of a retried (idempotent) annotated fn; a fn that runs once
+/// goes through [`async_once`]. Not generic: one less instantiation to check per fn.
 #[inline]
-pub fn async_loop<I: Idempotency>(
-    site: &'static CallSite,
-    idempotency: I,
-) -> AsyncLoop<'static, AllTransient> {
+pub fn async_loop(site: &'static CallSite) -> AsyncLoop<'static, AllTransient> {
     site.guard()
         .call(site.operation())
-        .idempotency(idempotency)
+        .idempotent()
         .async_loop()
 }
 

@@ -96,8 +96,8 @@ mod recording {
 
         pub struct AsyncLoop;
 
-        pub fn async_loop<I: Idempotency>(site: &'static CallSite, _: I) -> AsyncLoop {
-            record::<I>(site);
+        pub fn async_loop(site: &'static CallSite) -> AsyncLoop {
+            record::<Idempotent>(site);
             AsyncLoop
         }
 

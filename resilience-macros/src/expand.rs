@@ -27,7 +27,7 @@
 //! ```text
 //! async fn list_plans(&self) -> Result<Vec<Plan>, MyErr> {
 //!     static __RESILIENCE_SITE: P::CallSite = …;
-//!     let mut driver = P::async_loop(&__RESILIENCE_SITE, P::Idempotent);
+//!     let mut driver = P::async_loop(&__RESILIENCE_SITE);
 //!     loop {
 //!         let step = P::step(&mut driver, async {
 //!             if false { return P::unreachable_attempt::<Result<Vec<Plan>, MyErr>>(); }
@@ -66,14 +66,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // Sync attempts are closures whose declared return type lets `?` and `return` infer;
     // async blocks cannot declare one, so they start with an unreachable typed `return`.
     let ty = &plan.attempt_ty;
-    let edge = return_edge(plan, &p);
     // A call's unmet bounds (`E: RetryableError`, the readable check) are reported on its
-    // callee path: put the whole path on the declared error type.
+    // callee path: put the whole path on the declared error type. Only the one driver the
+    // shape needs is built (the macro's own time is a part of the build cost, issue 4).
     let p_at_error = respan(&p, plan.error_span);
-    let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
-    let sync_retry = quote_spanned!(plan.error_span=> #p_at_error::sync_retry);
-    let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
-    let step = quote_spanned!(plan.error_span=> #p_at_error::step);
+    let driver_fn = |name: &str| {
+        let name = Ident::new(name, plan.error_span);
+        quote_spanned!(plan.error_span=> #p_at_error::#name)
+    };
     let await_ = quote_spanned!(plan.error_span=> .await);
     // The driver calls awaited are spanned on the error type as a whole (callee path and
     // arguments): an `.await` re-checks the future's bounds on `E` at its receiver, and rustc
@@ -98,17 +98,24 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let guarded = match (plan.shape, plan.idempotent) {
         // The loop is `sync_retry`'s: one generic call per fn. Its `E: RetryableError` bound
         // is the readable check, reported on its callee path (spanned on the error type).
-        (Shape::Sync, true) => quote_spanned! {plan.error_span=>
-            #sync_retry(&#site, || -> #ty #attempt_body)
-        },
-        (Shape::Sync, false) => quote_spanned! {plan.error_span=>
-            #sync_once(&#site, || -> #ty #body)
-        },
+        (Shape::Sync, true) => {
+            let sync_retry = driver_fn("sync_retry");
+            quote_spanned! {plan.error_span=>
+                #sync_retry(&#site, || -> #ty #attempt_body)
+            }
+        }
+        (Shape::Sync, false) => {
+            let sync_once = driver_fn("sync_once");
+            quote_spanned! {plan.error_span=>
+                #sync_once(&#site, || -> #ty #body)
+            }
+        }
         (Shape::AsyncFn, true) => {
+            let (step, edge) = (driver_fn("step"), return_edge(plan, &p));
             let attempt = quote!(async { #edge #shadows #body });
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
             quote! {
-            let mut #driver = #p::async_loop(&#site, #p::Idempotent);
+            let mut #driver = #p::async_loop(&#site);
             loop {
                 if let #p::ControlFlow::Break(#result) = #step_call #await_ {
                     break #result;
@@ -116,16 +123,20 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
             }
         }
-        (Shape::AsyncFn, false) => quote_spanned! {plan.error_span=>
-            #async_once(&#site, async { #edge #body }) #await_
-        },
+        (Shape::AsyncFn, false) => {
+            let (async_once, edge) = (driver_fn("async_once"), return_edge(plan, &p));
+            quote_spanned! {plan.error_span=>
+                #async_once(&#site, async { #edge #body }) #await_
+            }
+        }
         // Each attempt runs the original body again for a fresh future, so the returned
         // future owns the arguments.
         (Shape::ImplFuture, true) => {
+            let step = driver_fn("step");
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
             quote! {
             async move {
-                let mut #driver = #p::async_loop(&#site, #p::Idempotent);
+                let mut #driver = #p::async_loop(&#site);
                 loop {
                     #[allow(clippy::redundant_closure_call)]
                     let #attempt = #p::typed_attempt::<#ty, _>((|| #attempt_body)());
@@ -141,6 +152,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         // The returned block is spanned on the error type too: its future's bounds are
         // checked there (see `await_`).
         (Shape::ImplFuture, false) => {
+            let async_once = driver_fn("async_once");
             let fut = quote_spanned! {plan.error_span=>
                 async move {
                     #async_once(&#site, #attempt) #await_
