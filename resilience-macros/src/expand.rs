@@ -48,8 +48,8 @@
 use crate::fresh;
 use crate::item::ItemFn;
 use crate::validate::{Backoff, Declared, Plan, Shape};
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
 
 /// The fn with its body replaced by the guarded one.
 pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
@@ -172,31 +172,40 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     }
 }
 
-/// `tokens` with every span set to `span`.
-pub(crate) fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
-    tokens
-        .clone()
-        .into_iter()
-        .map(|mut tt| {
-            if let proc_macro2::TokenTree::Group(g) = &tt {
-                let mut group = proc_macro2::Group::new(g.delimiter(), respan(&g.stream(), span));
-                group.set_span(span);
-                tt = proc_macro2::TokenTree::Group(group);
-            } else {
-                tt.set_span(span);
-            }
-            tt
-        })
-        .collect()
+/// A token sequence interpolated many times (the `__private` path). Kept as trees, not a
+/// `TokenStream`: `quote!` appends trees without a round trip to the compiler, while each
+/// interpolated stream costs one (the macro's own time is a part of the build cost).
+#[derive(Clone)]
+pub(crate) struct Trees(Vec<TokenTree>);
+
+impl ToTokens for Trees {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(self.0.iter().cloned());
+    }
 }
 
-fn private(plan: &Plan) -> TokenStream {
+/// `trees` with every span set to `span` (a path: no groups in it).
+fn respan(trees: &Trees, span: Span) -> Trees {
+    Trees(
+        trees
+            .0
+            .iter()
+            .map(|tt| {
+                let mut tt = tt.clone();
+                tt.set_span(span);
+                tt
+            })
+            .collect(),
+    )
+}
+
+fn private(plan: &Plan) -> Trees {
     let krate = &plan.krate;
-    quote!(#krate::__private)
+    Trees(quote!(#krate::__private).into_iter().collect())
 }
 
 /// The per-fn `static` call site: resolved once, so the hot path does no registry lookup.
-fn site_static(plan: &Plan, site: &Ident, p: &TokenStream) -> TokenStream {
+fn site_static(plan: &Plan, site: &Ident, p: &Trees) -> TokenStream {
     let service = &plan.service;
     let operation = &plan.operation;
     let (declared, all) = declared(&plan.declared, p);
@@ -213,7 +222,7 @@ fn site_static(plan: &Plan, site: &Ident, p: &TokenStream) -> TokenStream {
 const FIELDS: usize = 6;
 
 /// The `CodeDeclared` literal, and whether it declares every field.
-fn declared(d: &Declared, p: &TokenStream) -> (TokenStream, bool) {
+fn declared(d: &Declared, p: &Trees) -> (TokenStream, bool) {
     let some = |v: TokenStream| quote!(#p::Option::Some(#v));
     let mut fields = Vec::new();
     if let Some(n) = d.max_attempts {
@@ -262,7 +271,7 @@ fn declared(d: &Declared, p: &TokenStream) -> (TokenStream, bool) {
 /// An unreachable `return` of the declared type, first in the attempt, so `?` and `return`
 /// in the body know the attempt's error type before anything else is inferred. A call (not
 /// `loop {}`) makes the value: nothing diverges, so no lint needs silencing.
-fn return_edge(plan: &Plan, p: &TokenStream) -> TokenStream {
+fn return_edge(plan: &Plan, p: &Trees) -> TokenStream {
     let ty = &plan.attempt_ty;
     quote_spanned! {plan.error_span=>
         if false {

@@ -81,7 +81,7 @@ fn by_value<'a>(inputs: impl Iterator<Item = &'a FnArg>) -> impl Iterator<Item =
 }
 
 /// The `let`s that start each attempt, through `p` (the `__private` path).
-pub(crate) fn shadows(bindings: &[Binding], p: &TokenStream) -> TokenStream {
+pub(crate) fn shadows(bindings: &[Binding], p: &impl quote::ToTokens) -> TokenStream {
     bindings
         .iter()
         .map(|b| {
