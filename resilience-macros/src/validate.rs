@@ -84,6 +84,20 @@ const TUNING: [&str; 5] = [
     sym::JITTER,
 ];
 
+/// `::resilience`, built directly: `parse_quote!` would make and parse tokens for it in every
+/// expansion.
+fn default_krate() -> Path {
+    let mut segments = syn::punctuated::Punctuated::new();
+    segments.push(syn::PathSegment::from(proc_macro2::Ident::new(
+        "resilience",
+        Span::call_site(),
+    )));
+    Path {
+        leading_colon: Some(syn::Token![::](Span::call_site())),
+        segments,
+    }
+}
+
 /// Validates `args` for `item`. `None` if anything is wrong; the reasons are in `ctxt`.
 pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Option<Plan> {
     let defaults = args.defaults.take();
@@ -103,7 +117,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
     let krate = mine
         .krate
         .or_else(|| theirs.as_ref().and_then(|t| t.krate.clone()));
-    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::resilience));
+    let krate = krate.unwrap_or_else(default_krate);
 
     let merged = match &theirs {
         Some(t) => mine.declared.or(&t.declared),
