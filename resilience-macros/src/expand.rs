@@ -89,10 +89,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         fresh::Fresh::none()
     };
     let shadows = fresh::shadows(&fresh.bindings, &p);
+    // After the shadows (or the async return edge), the body goes in parentheses spanned in
+    // the expansion: a bare nested block there is "unnecessary braces" to rustc, reported on
+    // the user's own braces when the body is one line; parentheses from an expansion are not
+    // linted.
     let attempt_body = if fresh.bindings.is_empty() {
         quote!(#body)
     } else {
-        quote!({ #shadows #body })
+        quote!({ #shadows (#body) })
     };
 
     let guarded = match (plan.shape, plan.idempotent) {
@@ -112,7 +116,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         }
         (Shape::AsyncFn, true) => {
             let (step, edge) = (driver_fn("step"), return_edge(plan, &p));
-            let attempt = quote!(async { #edge #shadows #body });
+            let attempt = quote!(async { #edge #shadows (#body) });
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
             quote! {
             let mut #driver = #p::async_loop(&#site);
@@ -125,8 +129,9 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         }
         (Shape::AsyncFn, false) => {
             let (async_once, edge) = (driver_fn("async_once"), return_edge(plan, &p));
+            let attempt = quote!(async { #edge (#body) });
             quote_spanned! {plan.error_span=>
-                #async_once(&#site, async { #edge #body }) #await_
+                #async_once(&#site, #attempt) #await_
             }
         }
         // Each attempt runs the original body again for a fresh future, so the returned
