@@ -13,7 +13,7 @@
 //!     static __RESILIENCE_SITE: P::CallSite = P::CallSite::new("plan_service", "get_plan", …);
 //!     P::sync_retry(&__RESILIENCE_SITE, || -> Result<Plan, MyErr> {
 //!         let id = P::fresh::<_>(&id); // one per by-value argument (M4)
-//!         <body>
+//!         (<body>) // parenthesized: a nested bare block would be linted as needless braces
 //!     })
 //! }
 //! ```
@@ -31,7 +31,7 @@
 //!     loop {
 //!         let step = P::step(&mut driver, async {
 //!             if false { return P::unreachable_attempt::<Result<Vec<Plan>, MyErr>>(); }
-//!             <body>
+//!             (<body>)
 //!         });
 //!         if let P::ControlFlow::Break(result) = step.await { break result; }
 //!     }
