@@ -1,20 +1,29 @@
 //! What macro expansions name, by absolute path. Not public API: may change in any release.
 //!
 //! Expansions of `#[retry_service_operation]` put one `CallSite` in a `static` inside the
-//! annotated fn and hand the fn body to `sync_retry` (or drive `async_loop` with it as each
-//! attempt; `sync_once` / `async_once` for a fn that runs once); each retried attempt starts
-//! from `fresh` clones of the by-value arguments (M4).
+//! annotated fn and hand the fn body to `sync_retry` (async: drive `async_loop`, awaiting
+//! `step` with the body as each attempt; `sync_once` / `async_once` for a fn that runs once);
+//! each retried attempt starts from `fresh` clones of the by-value arguments (M4).
+//!
+//! Every entry point an attempt goes through bounds its error type by [`RetryableError`], the
+//! readable check: the expansion spans the callee path on the declared error type, so the
+//! message lands there, once, whether or not `E` is written out (`app::Result<T>`). Bounds are
+//! kept to that (and the attempt's `Future` / `FnMut`): each one is proved again per fn.
 
 pub use ::core::future::Future;
 pub use ::core::ops::ControlFlow;
 pub use ::core::result::Result;
 pub use resilience_core::backoff::BackoffStrategy;
-pub use resilience_core::retry::{AsyncLoop, Idempotency, Idempotent, NotIdempotent, SyncLoop};
+pub use resilience_core::retry::{
+    AsyncLoop, AsyncStep, Idempotency, Idempotent, NotIdempotent, SyncLoop,
+};
 pub use resilience_core::ResilienceError;
 
 pub use crate::site::CallSite;
 pub use resilience_config::CodeDeclared;
 
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use resilience_core::retry::AllTransient;
 
 /// The error type of a guarded fn: it must carry the framework's refusals and render for logs.
@@ -27,9 +36,12 @@ pub trait RetryableError: From<ResilienceError> + ::core::fmt::Display {}
 
 impl<E: From<ResilienceError> + ::core::fmt::Display> RetryableError for E {}
 
-/// Asserts at compile time that `E` is a [`RetryableError`], with the readable message.
-#[inline(always)]
-pub const fn assert_retryable_error<E: RetryableError>() {}
+/// The value of the `if false { return … }` that types an async attempt before its body
+/// (the expansion's "return edge"); never called.
+#[cold]
+pub fn unreachable_attempt<R>() -> R {
+    unreachable!("the return edge of an async attempt runs under `if false`")
+}
 
 /// A by-value argument of a retried fn: each attempt starts from a clone of it (M4). One
 /// shared trait (not one per argument) keeps the expansion cheap to compile; the error is
@@ -77,15 +89,55 @@ pub fn sync_loop<I: Idempotency>(
         .sync_loop()
 }
 
-/// The async driver for one call of an annotated fn.
+/// One attempt of a retried async fn, awaited in place by the expansion's loop. Its
+/// `E: RetryableError` bound is the readable error-type check, reported on the callee path
+/// (which the expansion spans on the error type), so it works where `E` cannot be named
+/// (`app::Result<T>`).
+#[inline(always)]
+pub fn step<'s, T, E: RetryableError, F: Future<Output = Result<T, E>>>(
+    driver: &'s mut AsyncLoop<'static, AllTransient>,
+    attempt: F,
+) -> Step<'s, F> {
+    Step {
+        inner: driver.step(attempt),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`step`]: the driver's [`AsyncStep`], which polls the attempt in place
+    /// (no `async` layer around it). A type of its own so the expansion's `.await` proves two
+    /// bounds, not the driver's generic ones.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Step<'s, F> {
+        #[pin]
+        inner: AsyncStep<'s, 'static, AllTransient, F>,
+    }
+}
+
+impl<T, E: RetryableError, F: Future<Output = Result<T, E>>> Future for Step<'_, F> {
+    type Output = ControlFlow<Result<T, E>>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx)
+    }
+}
+
+/// The attempt of a retried `impl Future` fn, its output pinned to the declared result type:
+/// otherwise its error type is inferred only after the `step` call, and the readable check
+/// would lose to a less readable one on the `.await`.
+#[inline(always)]
+pub fn typed_attempt<R, F: Future<Output = R>>(attempt: F) -> F {
+    attempt
+}
+
+/// The async driver for one call of a retried (idempotent) annotated fn; a fn that runs once
+/// goes through [`async_once`]. Not generic: one less instantiation to check per fn.
 #[inline]
-pub fn async_loop<I: Idempotency>(
-    site: &'static CallSite,
-    idempotency: I,
-) -> AsyncLoop<'static, AllTransient> {
+pub fn async_loop(site: &'static CallSite) -> AsyncLoop<'static, AllTransient> {
     site.guard()
         .call(site.operation())
-        .idempotency(idempotency)
+        .idempotent()
         .async_loop()
 }
 

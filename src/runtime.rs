@@ -20,7 +20,7 @@ static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 pub struct Runtime {
     config: RwLock<Config>,
     registry: Registry,
-    sites: Mutex<Vec<(&'static CallSite, Arc<ServiceGuard>)>>,
+    sites: Mutex<Vec<(&'static CallSite, &'static ServiceGuard)>>,
 }
 
 /// Why a [`Runtime::reload`] was refused: every problem in the new config. The running policies
@@ -153,13 +153,14 @@ impl Runtime {
         self.registry.service(service)
     }
 
-    /// Resolves a call site's guard: the service's breaker with the site's retry policy.
-    pub(crate) fn register_site(&self, site: &'static CallSite) -> Arc<ServiceGuard> {
+    /// Resolves a call site's guard: the service's breaker with the site's retry policy. The
+    /// guard lives as long as the site (a `static`), so it is leaked, once per site.
+    pub(crate) fn register_site(&self, site: &'static CallSite) -> &'static ServiceGuard {
         let service = self.registry.service(site.service());
         let config = self.config.read();
         let policy = site_policy(&config, site, service.policy());
-        let guard = Arc::new(service.with_policy(policy));
-        self.sites.lock().push((site, guard.clone()));
+        let guard: &'static ServiceGuard = Box::leak(Box::new(service.with_policy(policy)));
+        self.sites.lock().push((site, guard));
         guard
     }
 

@@ -96,8 +96,8 @@ mod recording {
 
         pub struct AsyncLoop;
 
-        pub fn async_loop<I: Idempotency>(site: &'static CallSite, _: I) -> AsyncLoop {
-            record::<I>(site);
+        pub fn async_loop(site: &'static CallSite) -> AsyncLoop {
+            record::<Idempotent>(site);
             AsyncLoop
         }
 
@@ -110,7 +110,16 @@ mod recording {
             }
         }
 
-        pub const fn assert_retryable_error<E>() {}
+        pub async fn step<T, E>(
+            driver: &mut AsyncLoop,
+            f: impl Future<Output = Result<T, E>>,
+        ) -> ControlFlow<Result<T, E>> {
+            driver.step(f).await
+        }
+
+        pub fn unreachable_attempt<R>() -> R {
+            unreachable!()
+        }
 
         pub fn fresh<T: Clone>(original: &T) -> T {
             original.clone()

@@ -142,6 +142,22 @@ pub(crate) fn parse(tokens: TokenStream, ctxt: &Ctxt) -> RetryArgs {
     args
 }
 
+/// A value: a lone literal (what every valid value is) without syn's expression parser, which
+/// costs more in the unoptimized macro than the rest of the argument list; anything else as
+/// an expression, for the error messages that name what was written.
+fn parse_value(input: ParseStream<'_>) -> syn::Result<Expr> {
+    let fork = input.fork();
+    let lone_lit = fork.parse::<syn::Lit>().is_ok() && (fork.is_empty() || fork.peek(Token![,]));
+    if lone_lit {
+        Ok(Expr::Lit(syn::ExprLit {
+            attrs: Vec::new(),
+            lit: input.parse()?,
+        }))
+    } else {
+        input.parse()
+    }
+}
+
 fn parse_one(input: ParseStream<'_>, args: &mut RetryArgs, ctxt: &Ctxt) -> syn::Result<()> {
     if input.peek(kw::__defaults) {
         input.parse::<kw::__defaults>()?;
@@ -165,7 +181,7 @@ fn parse_one(input: ParseStream<'_>, args: &mut RetryArgs, ctxt: &Ctxt) -> syn::
     let key = parse_key(input, args, ctxt)?;
     let value = if input.peek(Token![=]) {
         input.parse::<Token![=]>()?;
-        Some(input.parse::<Expr>()?)
+        Some(parse_value(input)?)
     } else if input.peek(syn::token::Paren) {
         // `key(..)` is not a form we take; skip it so later arguments are still checked.
         let group = input.parse::<proc_macro2::Group>()?;

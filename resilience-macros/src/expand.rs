@@ -13,14 +13,30 @@
 //!     static __RESILIENCE_SITE: P::CallSite = P::CallSite::new("plan_service", "get_plan", …);
 //!     P::sync_retry(&__RESILIENCE_SITE, || -> Result<Plan, MyErr> {
 //!         let id = P::fresh::<_>(&id); // one per by-value argument (M4)
-//!         <body>
+//!         (<body>) // parenthesized: a nested bare block would be linted as needless braces
 //!     })
 //! }
 //! ```
 //!
 //! An async attempt borrows the fn's locals from the future it runs in, so the async loop
-//! stays in the expansion (`P::async_loop` and its `step`, awaited in place): a generic fn
-//! would need an `AsyncFnMut` attempt, which compiled only ~13% faster and ran slower.
+//! stays in the expansion: a generic fn would need an `AsyncFnMut` attempt, which compiled
+//! only ~13% faster and ran slower (one more future layer). Each attempt is an `async` block
+//! handed to `P::step`, whose future polls it in place (a hand-written future, not an
+//! `async fn`: no nested state machine to compile or to move at run time):
+//!
+//! ```text
+//! async fn list_plans(&self) -> Result<Vec<Plan>, MyErr> {
+//!     static __RESILIENCE_SITE: P::CallSite = …;
+//!     let mut driver = P::async_loop(&__RESILIENCE_SITE);
+//!     loop {
+//!         let step = P::step(&mut driver, async {
+//!             if false { return P::unreachable_attempt::<Result<Vec<Plan>, MyErr>>(); }
+//!             (<body>)
+//!         });
+//!         if let P::ControlFlow::Break(result) = step.await { break result; }
+//!     }
+//! }
+//! ```
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
 //! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
@@ -32,8 +48,8 @@
 use crate::fresh;
 use crate::item::ItemFn;
 use crate::validate::{Backoff, Declared, Plan, Shape};
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
 
 /// The fn with its body replaced by the guarded one.
 pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
@@ -50,28 +66,21 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // Sync attempts are closures whose declared return type lets `?` and `return` infer;
     // async blocks cannot declare one, so they start with an unreachable typed `return`.
     let ty = &plan.attempt_ty;
-    let edge = return_edge(plan);
-    // Errors about the attempt's type (e.g. `E: RetryableError`) are reported at the driver
-    // method; spanning it on the declared error type points the user at the right place.
-    let step = Ident::new("step", plan.error_span);
-    // A call's unmet bounds are reported on its callee path: put the whole path there.
+    // A call's unmet bounds (`E: RetryableError`, the readable check) are reported on its
+    // callee path: put the whole path on the declared error type. Only the one driver the
+    // shape needs is built (the macro's own time is a part of the build cost, issue 4).
     let p_at_error = respan(&p, plan.error_span);
-    let sync_once = quote_spanned!(plan.error_span=> #p_at_error::sync_once);
-    let sync_retry = quote_spanned!(plan.error_span=> #p_at_error::sync_retry);
-    let async_once = quote_spanned!(plan.error_span=> #p_at_error::async_once);
+    let driver_fn = |name: &str| {
+        let name = Ident::new(name, plan.error_span);
+        quote_spanned!(plan.error_span=> #p_at_error::#name)
+    };
     let await_ = quote_spanned!(plan.error_span=> .await);
-    // The futures awaited are bound to locals spanned exactly on the error type (same span,
-    // same hygiene context as the check below): an `.await` re-checks the future's bounds on
-    // `E` at its receiver, and rustc drops an error implied by one already reported at the
-    // same span, so a missing `From<ResilienceError>` is reported once, readably. The body
-    // cannot see these names: it sits inside their own initializer.
-    let once_fut = Ident::new("resilience_once", plan.error_span);
-    let step_fut = Ident::new("resilience_step", plan.error_span);
-    // The drivers bound `E` less readably than `RetryableError` does; when `E` can be named,
-    // ask for the readable check first (on the error type's span).
-    let check = plan.error_ty.as_ref().map(|e| {
-        quote_spanned! {plan.error_span=> #p::assert_retryable_error::<#e>(); }
-    });
+    // The driver calls awaited are spanned on the error type as a whole (callee path and
+    // arguments): an `.await` re-checks the future's bounds on `E` at its receiver, and rustc
+    // drops an error implied by one already reported at the same span, so a missing
+    // `From<ResilienceError>` is reported once, readably. (Binding the future to a local
+    // for that, as before, cost ~0.3 M rustc instructions per fn.) The readable check needs
+    // no `E` written out, so an alias (`app::Result<T>`) gets it too.
 
     // M4: a retried attempt starts from fresh clones of the by-value arguments.
     let fresh = if plan.idempotent {
@@ -80,65 +89,81 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         fresh::Fresh::none()
     };
     let shadows = fresh::shadows(&fresh.bindings, &p);
+    // After the shadows (or the async return edge), the body goes in parentheses spanned in
+    // the expansion: a bare nested block there is "unnecessary braces" to rustc, reported on
+    // the user's own braces when the body is one line; parentheses from an expansion are not
+    // linted.
     let attempt_body = if fresh.bindings.is_empty() {
         quote!(#body)
     } else {
-        quote!({ #shadows #body })
+        quote!({ #shadows (#body) })
     };
 
     let guarded = match (plan.shape, plan.idempotent) {
         // The loop is `sync_retry`'s: one generic call per fn. Its `E: RetryableError` bound
         // is the readable check, reported on its callee path (spanned on the error type).
-        (Shape::Sync, true) => quote_spanned! {plan.error_span=>
-            #sync_retry(&#site, || -> #ty #attempt_body)
-        },
-        (Shape::Sync, false) => quote_spanned! {plan.error_span=>
-            #sync_once(&#site, || -> #ty #body)
-        },
-        (Shape::AsyncFn, true) => quote! {
-            #check
-            let mut #driver = #p::async_loop(&#site, #p::Idempotent);
+        (Shape::Sync, true) => {
+            let sync_retry = driver_fn("sync_retry");
+            quote_spanned! {plan.error_span=>
+                #sync_retry(&#site, || -> #ty #attempt_body)
+            }
+        }
+        (Shape::Sync, false) => {
+            let sync_once = driver_fn("sync_once");
+            quote_spanned! {plan.error_span=>
+                #sync_once(&#site, || -> #ty #body)
+            }
+        }
+        (Shape::AsyncFn, true) => {
+            let (step, edge) = (driver_fn("step"), return_edge(plan, &p));
+            let attempt = quote!(async { #edge #shadows (#body) });
+            let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
+            quote! {
+            let mut #driver = #p::async_loop(&#site);
             loop {
-                let #step_fut = #driver.#step(async { #edge #shadows #body });
-                if let #p::ControlFlow::Break(#result) = #step_fut #await_ {
+                if let #p::ControlFlow::Break(#result) = #step_call #await_ {
                     break #result;
                 }
             }
-        },
-        (Shape::AsyncFn, false) => quote_spanned! {plan.error_span=>
-            #check
-            let #once_fut = #async_once(&#site, async { #edge #body });
-            #once_fut #await_
-        },
+            }
+        }
+        (Shape::AsyncFn, false) => {
+            let (async_once, edge) = (driver_fn("async_once"), return_edge(plan, &p));
+            let attempt = quote!(async { #edge (#body) });
+            quote_spanned! {plan.error_span=>
+                #async_once(&#site, #attempt) #await_
+            }
+        }
         // Each attempt runs the original body again for a fresh future, so the returned
         // future owns the arguments.
-        (Shape::ImplFuture, true) => quote! {
-            #check
+        (Shape::ImplFuture, true) => {
+            let step = driver_fn("step");
+            let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
+            quote! {
             async move {
-                let mut #driver = #p::async_loop(&#site, #p::Idempotent);
+                let mut #driver = #p::async_loop(&#site);
                 loop {
                     #[allow(clippy::redundant_closure_call)]
-                    let #attempt = (|| #attempt_body)();
-                    let #step_fut = #driver.#step(#attempt);
-                    if let #p::ControlFlow::Break(#result) = #step_fut #await_ {
+                    let #attempt = #p::typed_attempt::<#ty, _>((|| #attempt_body)());
+                    if let #p::ControlFlow::Break(#result) = #step_call #await_ {
                         break #result;
                     }
                 }
             }
-        },
+            }
+        }
         // One attempt: the body runs now, as it did unguarded, and only its future is
         // captured, so the returned future borrows nothing more than before.
         // The returned block is spanned on the error type too: its future's bounds are
-        // checked there (see `once_fut`).
+        // checked there (see `await_`).
         (Shape::ImplFuture, false) => {
+            let async_once = driver_fn("async_once");
             let fut = quote_spanned! {plan.error_span=>
                 async move {
-                    let #once_fut = #async_once(&#site, #attempt);
-                    #once_fut #await_
+                    #async_once(&#site, #attempt) #await_
                 }
             };
             quote! {
-                #check
                 #[allow(clippy::redundant_closure_call)]
                 let #attempt = (|| #body)();
                 #fut
@@ -152,41 +177,57 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     }
 }
 
-/// `tokens` with every span set to `span`.
-pub(crate) fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
-    tokens
-        .clone()
-        .into_iter()
-        .map(|mut tt| {
-            if let proc_macro2::TokenTree::Group(g) = &tt {
-                let mut group = proc_macro2::Group::new(g.delimiter(), respan(&g.stream(), span));
-                group.set_span(span);
-                tt = proc_macro2::TokenTree::Group(group);
-            } else {
-                tt.set_span(span);
-            }
-            tt
-        })
-        .collect()
+/// A token sequence interpolated many times (the `__private` path). Kept as trees, not a
+/// `TokenStream`: `quote!` appends trees without a round trip to the compiler, while each
+/// interpolated stream costs one (the macro's own time is a part of the build cost).
+#[derive(Clone)]
+pub(crate) struct Trees(Vec<TokenTree>);
+
+impl ToTokens for Trees {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(self.0.iter().cloned());
+    }
 }
 
-fn private(plan: &Plan) -> TokenStream {
+/// `trees` with every span set to `span` (a path: no groups in it).
+fn respan(trees: &Trees, span: Span) -> Trees {
+    Trees(
+        trees
+            .0
+            .iter()
+            .map(|tt| {
+                let mut tt = tt.clone();
+                tt.set_span(span);
+                tt
+            })
+            .collect(),
+    )
+}
+
+fn private(plan: &Plan) -> Trees {
     let krate = &plan.krate;
-    quote!(#krate::__private)
+    Trees(quote!(#krate::__private).into_iter().collect())
 }
 
 /// The per-fn `static` call site: resolved once, so the hot path does no registry lookup.
-fn site_static(plan: &Plan, site: &Ident, p: &TokenStream) -> TokenStream {
+fn site_static(plan: &Plan, site: &Ident, p: &Trees) -> TokenStream {
     let service = &plan.service;
     let operation = &plan.operation;
-    let declared = declared(&plan.declared, p);
+    let (declared, all) = declared(&plan.declared, p);
+    let allow = all.then(|| quote!(#[allow(clippy::needless_update)]));
     quote! {
-        #[allow(clippy::needless_update)]
+        #allow
         static #site: #p::CallSite = #p::CallSite::new(#service, #operation, #declared);
     }
 }
 
-fn declared(d: &Declared, p: &TokenStream) -> TokenStream {
+/// The number of declarable `CodeDeclared` fields: with all of them declared, clippy's
+/// `needless_update` flags the `..EMPTY` (kept so a field added later still compiles). The
+/// `allow` is emitted only then: each lint name in an attribute costs rustc a lookup per fn.
+const FIELDS: usize = 6;
+
+/// The `CodeDeclared` literal, and whether it declares every field.
+fn declared(d: &Declared, p: &Trees) -> (TokenStream, bool) {
     let some = |v: TokenStream| quote!(#p::Option::Some(#v));
     let mut fields = Vec::new();
     if let Some(n) = d.max_attempts {
@@ -224,31 +265,22 @@ fn declared(d: &Declared, p: &TokenStream) -> TokenStream {
         let v = some(quote!(#j));
         fields.push(quote!(jitter: #v));
     }
-    if fields.is_empty() {
+    let tokens = if fields.is_empty() {
         quote!(#p::CodeDeclared::EMPTY)
     } else {
         quote!(#p::CodeDeclared { #(#fields,)* ..#p::CodeDeclared::EMPTY })
-    }
+    };
+    (tokens, fields.len() == FIELDS)
 }
 
 /// An unreachable `return` of the declared type, first in the attempt, so `?` and `return`
-/// in the body know the attempt's error type before anything else is inferred.
-fn return_edge(plan: &Plan) -> TokenStream {
+/// in the body know the attempt's error type before anything else is inferred. A call (not
+/// `loop {}`) makes the value: nothing diverges, so no lint needs silencing.
+fn return_edge(plan: &Plan, p: &Trees) -> TokenStream {
     let ty = &plan.attempt_ty;
-    let never = Ident::new("resilience_never", Span::mixed_site());
     quote_spanned! {plan.error_span=>
-        #[allow(
-            unreachable_code,
-            clippy::diverging_sub_expression,
-            clippy::empty_loop,
-            clippy::let_unit_value,
-            clippy::let_with_type_underscore,
-            clippy::needless_return,
-            clippy::unreachable
-        )]
         if false {
-            let #never: #ty = loop {};
-            return #never;
+            return #p::unreachable_attempt::<#ty>();
         }
     }
 }

@@ -23,7 +23,7 @@
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{quote, quote_spanned};
-use syn::{FnArg, Pat, Signature, Type};
+use syn::{FnArg, Pat, PatType, Signature, Type};
 
 /// One binding of a by-value argument.
 pub(crate) struct Binding {
@@ -50,24 +50,38 @@ impl Fresh {
 }
 
 pub(crate) fn of(sig: &Signature) -> Fresh {
-    let mut out = sig.clone();
+    // Most signatures have no `mut` binding to move: read the by-value patterns from a
+    // clone of each (small) pattern, and clone the whole signature only to change it (the
+    // macro's own time is a part of the build cost).
     let mut bindings = Vec::new();
-    for arg in &mut out.inputs {
-        let FnArg::Typed(pt) = arg else { continue };
-        if is_reference(&pt.ty) {
-            continue;
-        }
-        collect(&mut pt.pat, &mut bindings);
+    for pt in by_value(sig.inputs.iter()) {
+        collect(&mut pt.pat.clone(), &mut bindings);
     }
     let changed = bindings.iter().any(|b| b.mutable);
-    Fresh {
-        bindings,
-        sig: changed.then_some(out),
-    }
+    let sig = changed.then(|| {
+        let mut out = sig.clone();
+        for arg in &mut out.inputs {
+            if let FnArg::Typed(pt) = arg {
+                if !is_reference(&pt.ty) {
+                    collect(&mut pt.pat, &mut Vec::new());
+                }
+            }
+        }
+        out
+    });
+    Fresh { bindings, sig }
+}
+
+/// The typed arguments not taken by reference.
+fn by_value<'a>(inputs: impl Iterator<Item = &'a FnArg>) -> impl Iterator<Item = &'a PatType> {
+    inputs.filter_map(|arg| match arg {
+        FnArg::Typed(pt) if !is_reference(&pt.ty) => Some(pt),
+        _ => None,
+    })
 }
 
 /// The `let`s that start each attempt, through `p` (the `__private` path).
-pub(crate) fn shadows(bindings: &[Binding], p: &TokenStream) -> TokenStream {
+pub(crate) fn shadows(bindings: &[Binding], p: &impl quote::ToTokens) -> TokenStream {
     bindings
         .iter()
         .map(|b| {

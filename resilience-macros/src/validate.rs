@@ -23,11 +23,9 @@ pub(crate) struct Plan {
     pub(crate) shape: Shape,
     /// What one attempt produces (`Result<T, E>`), with `impl Trait` erased to `_`.
     pub(crate) attempt_ty: Type,
-    /// Where the error type `E` is written (or the whole `Result` type for aliases like
-    /// `io::Result<T>`): type errors about `E` are pointed there.
+    /// Where the error type `E` is written (for an alias like `app::Result<T>`, its
+    /// `Result`): type errors about `E` are pointed there.
     pub(crate) error_span: Span,
-    /// `E` when it can be named (`Result<T, E>` spelt out, no `impl Trait` in it).
-    pub(crate) error_ty: Option<Type>,
 }
 
 /// The code-declared settings (C13's "code" layer). `None`: not declared here.
@@ -86,6 +84,20 @@ const TUNING: [&str; 5] = [
     sym::JITTER,
 ];
 
+/// `::resilience`, built directly: `parse_quote!` would make and parse tokens for it in every
+/// expansion.
+fn default_krate() -> Path {
+    let mut segments = syn::punctuated::Punctuated::new();
+    segments.push(syn::PathSegment::from(proc_macro2::Ident::new(
+        "resilience",
+        Span::call_site(),
+    )));
+    Path {
+        leading_colon: Some(syn::Token![::](Span::call_site())),
+        segments,
+    }
+}
+
 /// Validates `args` for `item`. `None` if anything is wrong; the reasons are in `ctxt`.
 pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Option<Plan> {
     let defaults = args.defaults.take();
@@ -105,7 +117,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
     let krate = mine
         .krate
         .or_else(|| theirs.as_ref().and_then(|t| t.krate.clone()));
-    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::resilience));
+    let krate = krate.unwrap_or_else(default_krate);
 
     let merged = match &theirs {
         Some(t) => mine.declared.or(&t.declared),
@@ -134,7 +146,6 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         return None;
     }
     let (shape, attempt_ty, error_span) = output?;
-    let error_ty = error_type(&attempt_ty);
     Some(Plan {
         krate,
         service: service?,
@@ -144,7 +155,6 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         shape,
         attempt_ty,
         error_span,
-        error_ty,
     })
 }
 
@@ -457,38 +467,9 @@ fn is_result(ty: &Type) -> bool {
     }
 }
 
-/// `E` in `…Result<T, E>`, unless it contains an erased `impl Trait` (`_`).
-fn error_type(erased: &Type) -> Option<Type> {
-    let Type::Path(p) = erased else { return None };
-    let PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
-        return None;
-    };
-    let types: Vec<&Type> = a
-        .args
-        .iter()
-        .filter_map(|g| match g {
-            GenericArgument::Type(t) => Some(t),
-            _ => None,
-        })
-        .collect();
-    let e = (*types.get(1)?).clone();
-    let mut finder = FindInfer(false);
-    finder.visit_type_mut(&mut e.clone());
-    (types.len() == 2 && !finder.0).then_some(e)
-}
-
-struct FindInfer(bool);
-
-impl VisitMut for FindInfer {
-    fn visit_type_mut(&mut self, ty: &mut Type) {
-        if matches!(ty, Type::Infer(_)) {
-            self.0 = true;
-        }
-        syn::visit_mut::visit_type_mut(self, ty);
-    }
-}
-
-/// The span of `E` in `…Result<T, E>`, else of the type itself.
+/// The span of `E` in `…Result<T, E>`; for an alias that does not spell `E` out
+/// (`app::Result<T>`), of its `Result`: a span can cover one token only (on stable), and
+/// `Result` is the one that brings `E`.
 fn error_span(ty: &Type) -> Span {
     let last_type_arg = match ty {
         Type::Path(p) => p.path.segments.last().and_then(|s| match &s.arguments {
@@ -507,7 +488,11 @@ fn error_span(ty: &Type) -> Span {
         }),
         _ => None,
     };
-    last_type_arg.unwrap_or_else(|| ty.span())
+    let alias = || match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.span()),
+        _ => None,
+    };
+    last_type_arg.or_else(alias).unwrap_or_else(|| ty.span())
 }
 
 /// `impl Trait` cannot be named in a `let` annotation; `_` lets the compiler fill it in.

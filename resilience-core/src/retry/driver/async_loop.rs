@@ -1,15 +1,18 @@
-//! The async retry loop driver.
+//! The async retry loop driver, and [`AsyncStep`], the future of one of its attempts.
 
 use super::shared::{report, LoopState};
+use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
-use crate::retry::deadline::WithDeadline;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{current_depth, AtDepth};
+use crate::retry::nesting::{current_depth, DepthGuard};
+use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
 /// Drives an async retry loop one attempt at a time; made by [`Call::async_loop`].
 ///
@@ -33,51 +36,201 @@ impl<'a, C> AsyncLoop<'a, C> {
 
     /// Runs one attempt through the breaker. `Break` carries the final result; `Continue`
     /// means the backoff has been awaited and the next attempt should run.
-    pub async fn step<T, E, F>(&mut self, attempt: F) -> ControlFlow<Result<T, E>>
+    ///
+    /// The returned [`AsyncStep`] polls `attempt` in place (no nested `async` state machine), so
+    /// an attempt that succeeds at once costs one poll and its breaker report.
+    #[inline]
+    pub fn step<T, E, F>(&mut self, attempt: F) -> AsyncStep<'_, 'a, C, F>
     where
         F: Future<Output = Result<T, E>>,
         E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
     {
-        let permit = match self.state.acquire() {
-            Ok(p) => p,
-            Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
-        };
-        let attempt = AtDepth::new(self.inner_depth, attempt);
-        let outcome = if self.state.may_retry() {
-            WithDeadline::new(attempt, &mut self.state).await
-        } else {
-            Some(attempt.await)
-        };
-        let error = match outcome {
-            Some(Ok(v)) => {
-                report(permit, true);
-                return ControlFlow::Break(Ok(v));
-            }
-            Some(Err(e)) => {
-                report(permit, false);
-                e
-            }
-            None => {
-                // The deadline cancelled the attempt: the service was too slow, a failure.
-                report(permit, false);
-                return ControlFlow::Break(Err(E::from(self.state.timed_out())));
-            }
-        };
-        // Deadline measured from the first attempt: if it never waited, it starts here.
-        self.state.start();
-        match self.state.next_delay(&error) {
-            None => ControlFlow::Break(Err(error)),
-            Some(delay) => {
-                self.state.guard.async_sleeper.sleep(delay).await;
-                self.state.attempt += 1;
-                ControlFlow::Continue(())
-            }
+        AsyncStep {
+            attempt: Some(attempt),
+            wait: None,
+            permit: None,
+            driver: self,
+            phase: Phase::Unpolled,
         }
     }
 
     /// The attempt number about to run (from 1).
     pub fn attempt(&self) -> u32 {
         self.state.attempt
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`AsyncLoop::step`]: one attempt, then its backoff if it failed and the
+    /// loop goes on. Dropping it mid-attempt cancels the attempt and gives a half-open probe
+    /// slot back (B5).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct AsyncStep<'s, 'a, C, F> {
+        // Dropped in this order: the attempt, its deadline timer, then the permit.
+        #[pin]
+        attempt: Option<F>,
+        // The deadline timer while the attempt runs (armed once it waits, and only if the
+        // call may retry), the backoff sleep after it failed.
+        wait: Option<SleepFuture>,
+        permit: Option<BreakerPermit<'a>>,
+        driver: &'s mut AsyncLoop<'a, C>,
+        phase: Phase,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not polled yet: the permit is taken at the first poll.
+    Unpolled,
+    /// The attempt is in flight.
+    Attempt,
+    /// `wait` is the backoff before the next attempt.
+    Backoff,
+    Done,
+}
+
+impl<C, F, T, E> Future for AsyncStep<'_, '_, C, F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: From<ResilienceError> + fmt::Display,
+    C: Classifier<E>,
+{
+    type Output = ControlFlow<Result<T, E>>;
+
+    /// The success path, small enough to inline into the caller's poll: take the permit,
+    /// poll the attempt, return its `Ok`. Anything else goes on in `drive`.
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.as_mut().project();
+        if *this.phase != Phase::Unpolled {
+            return self.drive(cx, None);
+        }
+        // Done until it is known to go on: an attempt that panics leaves this future spent.
+        *this.phase = Phase::Done;
+        let permit = match this.driver.state.acquire() {
+            Ok(permit) => permit,
+            // The attempt is dropped unpolled, with this future.
+            Err(refused) => return Poll::Ready(ControlFlow::Break(Err(refused_err(refused)))),
+        };
+        let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+            unreachable!("the attempt is stored until it ends");
+        };
+        let polled = {
+            let _depth = DepthGuard::set(this.driver.inner_depth);
+            attempt.poll(cx)
+        };
+        if let Poll::Ready(Ok(v)) = polled {
+            // The finished attempt is dropped with this future: a completed `async` block
+            // holds nothing, so there is nothing to drop early.
+            report(permit, true);
+            return Poll::Ready(ControlFlow::Break(Ok(v)));
+        }
+        *this.permit = permit;
+        *this.phase = Phase::Attempt;
+        self.drive(cx, Some(polled))
+    }
+}
+
+#[cold]
+fn refused_err<E: From<ResilienceError>>(refused: ResilienceError) -> E {
+    E::from(refused)
+}
+
+impl<C, F, T, E> AsyncStep<'_, '_, C, F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: From<ResilienceError> + fmt::Display,
+    C: Classifier<E>,
+{
+    /// Everything but an immediate success: an attempt that waits (and its deadline), a
+    /// failure and its backoff. `polled` is the attempt's poll if `poll` already made it.
+    #[inline(never)]
+    fn drive(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut polled: Option<Poll<Result<T, E>>>,
+    ) -> Poll<ControlFlow<Result<T, E>>> {
+        let mut this = self.project();
+        let driver = &mut **this.driver;
+        match *this.phase {
+            Phase::Unpolled => unreachable!("the first poll starts the attempt"),
+            Phase::Attempt => {
+                let polled = match polled.take() {
+                    Some(p) => p,
+                    None => {
+                        let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+                            unreachable!("an attempt is in flight");
+                        };
+                        let _depth = DepthGuard::set(driver.inner_depth);
+                        attempt.poll(cx)
+                    }
+                };
+                let state = &mut driver.state;
+                let result = match polled {
+                    Poll::Ready(result) => result,
+                    Poll::Pending => {
+                        if !state.may_retry() {
+                            return Poll::Pending;
+                        }
+                        // The attempt goes first: a result that is ready wins over a deadline
+                        // reached at the same instant.
+                        let timer = this.wait.get_or_insert_with(|| {
+                            let elapsed = state.elapsed();
+                            let remaining = state.total().saturating_sub(elapsed);
+                            state.guard.async_sleeper.deadline(remaining)
+                        });
+                        ready!(timer.as_mut().poll(cx));
+                        // The deadline cancels the attempt: the service was too slow, a
+                        // failure.
+                        *this.phase = Phase::Done;
+                        this.attempt.set(None);
+                        *this.wait = None;
+                        report(this.permit.take(), false);
+                        return Poll::Ready(ControlFlow::Break(Err(E::from(state.timed_out()))));
+                    }
+                };
+                *this.phase = Phase::Done;
+                let error = match result {
+                    Ok(v) => {
+                        report(this.permit.take(), true);
+                        return Poll::Ready(ControlFlow::Break(Ok(v)));
+                    }
+                    Err(e) => e,
+                };
+                this.attempt.set(None);
+                *this.wait = None;
+                report(this.permit.take(), false);
+                // Deadline measured from the first attempt: if it never waited, it starts
+                // here.
+                state.start();
+                match state.next_delay(&error) {
+                    None => Poll::Ready(ControlFlow::Break(Err(error))),
+                    Some(delay) => {
+                        *this.wait = Some(state.guard.async_sleeper.sleep(delay));
+                        *this.phase = Phase::Backoff;
+                        // Polled now: a sleeper that is ready at once does not yield.
+                        Self::backoff(this.wait, this.phase, state, cx)
+                    }
+                }
+            }
+            Phase::Backoff => Self::backoff(this.wait, this.phase, &mut driver.state, cx),
+            Phase::Done => panic!("`AsyncStep` polled after completion"),
+        }
+    }
+
+    fn backoff(
+        wait: &mut Option<SleepFuture>,
+        phase: &mut Phase,
+        state: &mut LoopState<'_, C>,
+        cx: &mut Context<'_>,
+    ) -> Poll<ControlFlow<Result<T, E>>> {
+        if let Some(sleep) = wait {
+            ready!(sleep.as_mut().poll(cx));
+        }
+        *wait = None;
+        *phase = Phase::Done;
+        state.attempt += 1;
+        Poll::Ready(ControlFlow::Continue(()))
     }
 }

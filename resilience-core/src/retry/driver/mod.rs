@@ -1,8 +1,10 @@
 //! Step-by-step retry loops. The closure API ([`Call::run`](super::Call::run)) and the
 //! attribute's expansion both drive these. [`Call::run_async`](super::Call::run_async) is a
 //! hand-written future instead ([`RunAsync`]), so its first attempt is polled in place; it
-//! shares the loop state, the breaker access and the retry decision ([`LoopState`]) with
-//! [`AsyncLoop`], so there is still one retry policy.
+//! shares the loop state, the breaker access and the retry decision
+//! ([`LoopState`](shared::LoopState)) with [`AsyncLoop`], so there is still one retry policy.
+//! [`AsyncLoop::step`] is a hand-written future too ([`AsyncStep`]): each attempt is polled
+//! in place, with no nested `async` state machine around it.
 //!
 //! A driver owns the loop's state (attempt number, deadline start, jitter); each `step` runs
 //! one attempt through the breaker, reports its outcome, and either breaks with the final
@@ -14,7 +16,6 @@ mod run_async;
 pub(crate) mod shared;
 mod sync_loop;
 
-pub use async_loop::AsyncLoop;
+pub use async_loop::{AsyncLoop, AsyncStep};
 pub use run_async::RunAsync;
-pub(crate) use shared::LoopState;
 pub use sync_loop::SyncLoop;
