@@ -5,10 +5,11 @@
 //! `step` with the body as each attempt; `sync_once` / `async_once` for a fn that runs once);
 //! each retried attempt starts from `fresh` clones of the by-value arguments (M4).
 //!
-//! Every entry point an attempt goes through bounds its error type by [`RetryableError`], the
-//! readable check: the expansion spans the callee path on the declared error type, so the
-//! message lands there, once, whether or not `E` is written out (`app::Result<T>`). Bounds are
-//! kept to that (and the attempt's `Future` / `FnMut`): each one is proved again per fn.
+//! Every entry point an attempt goes through bounds its error type by
+//! [`RetryableError`](crate::__private::RetryableError), the readable check: the expansion
+//! spans the callee path on the declared error type, so the message lands there, once, whether
+//! or not `E` is written out (`app::Result<T>`). Bounds are kept to that (and the attempt's
+//! `Future` / `FnMut`): each one is proved again per fn.
 
 pub use ::core::future::Future;
 pub use ::core::ops::ControlFlow;

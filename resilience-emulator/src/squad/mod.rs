@@ -27,7 +27,8 @@ pub use driver::{CallRecord, Driver, Records, TaskRecord};
 pub use governed::{governor_priority, governor_request, Governed};
 pub use incident::{incident, outage, OUTAGE_LENGTH, OUTAGE_START};
 pub use metrics::{
-    herd_peak, inversions, inverted, measure, merged, percentile, Metrics, HERD_BUCKET, HERD_WINDOW,
+    arrivals_during_p0_wait, herd_peak, inversions, inverted, measure, merged, percentile, Metrics,
+    HERD_BUCKET, HERD_WINDOW,
 };
 pub use scenario::{Scenario, UnknownScenario};
 pub use scheduler::{CallInfo, Naive, Refusal, Scheduler};
