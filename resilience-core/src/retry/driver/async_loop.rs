@@ -1,5 +1,6 @@
 //! The async retry loop driver, and [`AsyncStep`], the future of one of its attempts.
 
+use super::attempt::{Ended, InFlight};
 use super::shared::{report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -156,51 +157,22 @@ where
         match *this.phase {
             Phase::Unpolled => unreachable!("the first poll starts the attempt"),
             Phase::Attempt => {
-                let polled = match polled.take() {
-                    Some(p) => p,
-                    None => {
-                        let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
-                            unreachable!("an attempt is in flight");
-                        };
-                        let _depth = DepthGuard::set(driver.inner_depth);
-                        attempt.poll(cx)
-                    }
+                let in_flight = InFlight {
+                    attempt: this.attempt.as_mut(),
+                    wait: &mut *this.wait,
+                    permit: &mut *this.permit,
+                    depth: driver.inner_depth,
                 };
                 let state = &mut driver.state;
-                let result = match polled {
-                    Poll::Ready(result) => result,
-                    Poll::Pending => {
-                        if !state.may_retry() {
-                            return Poll::Pending;
-                        }
-                        // The attempt goes first: a result that is ready wins over a deadline
-                        // reached at the same instant.
-                        let timer = this.wait.get_or_insert_with(|| {
-                            let elapsed = state.elapsed();
-                            let remaining = state.total().saturating_sub(elapsed);
-                            state.guard.async_sleeper.deadline(remaining)
-                        });
-                        ready!(timer.as_mut().poll(cx));
-                        // The deadline cancels the attempt: the service was too slow, a
-                        // failure.
-                        *this.phase = Phase::Done;
-                        this.attempt.set(None);
-                        *this.wait = None;
-                        report(this.permit.take(), false);
-                        return Poll::Ready(ControlFlow::Break(Err(E::from(state.timed_out()))));
-                    }
-                };
+                let ended = ready!(in_flight.poll(state, polled.take(), |_| {}, cx));
                 *this.phase = Phase::Done;
-                let error = match result {
-                    Ok(v) => {
-                        report(this.permit.take(), true);
-                        return Poll::Ready(ControlFlow::Break(Ok(v)));
+                let error = match ended {
+                    Ended::Ok(v) => return Poll::Ready(ControlFlow::Break(Ok(v))),
+                    Ended::TimedOut => {
+                        return Poll::Ready(ControlFlow::Break(Err(E::from(state.timed_out()))))
                     }
-                    Err(e) => e,
+                    Ended::Failed(e) => e,
                 };
-                this.attempt.set(None);
-                *this.wait = None;
-                report(this.permit.take(), false);
                 // Deadline measured from the first attempt: if it never waited, it starts
                 // here.
                 state.start();

@@ -12,6 +12,7 @@
 //! borrow `&mut self` and arguments afresh each time: no `FnMut` returning a borrowing future.
 
 mod async_loop;
+mod attempt;
 mod run_async;
 pub(crate) mod shared;
 mod sync_loop;

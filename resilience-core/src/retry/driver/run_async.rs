@@ -1,6 +1,7 @@
 //! The future of [`Call::run_async`]: a hand-written state machine, so the first attempt is
 //! polled in place and the success path builds no loop driver or step future to move.
 
+use super::attempt::{Ended, InFlight};
 use super::shared::{report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -158,52 +159,23 @@ where
             match *this.phase {
                 Phase::Unpolled => unreachable!("the first poll starts the first attempt"),
                 Phase::Attempt => {
-                    let polled = match polled.take() {
-                        Some(p) => p,
-                        None => {
-                            let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
-                                unreachable!("an attempt is in flight");
-                            };
-                            let _depth = DepthGuard::set(this.depth.saturating_add(1));
-                            attempt.poll(cx)
-                        }
+                    let in_flight = InFlight {
+                        attempt: this.attempt.as_mut(),
+                        wait: &mut *this.wait,
+                        permit: &mut *this.permit,
+                        depth: this.depth.saturating_add(1),
                     };
-                    let result = match polled {
-                        Poll::Ready(result) => result,
-                        Poll::Pending => {
-                            decide::<I, C>(state, this.decided, *this.depth);
-                            if !state.may_retry() {
-                                return Poll::Pending;
-                            }
-                            // The attempt goes first: a result that is ready wins over a
-                            // deadline reached at the same instant.
-                            let timer = this.wait.get_or_insert_with(|| {
-                                let remaining = state.total().saturating_sub(state.elapsed());
-                                state.guard.async_sleeper.deadline(remaining)
-                            });
-                            ready!(timer.as_mut().poll(cx));
-                            // The deadline cancels the attempt: the service was too slow, a
-                            // failure.
-                            *this.phase = Phase::Done;
-                            this.attempt.set(None);
-                            *this.wait = None;
-                            report(this.permit.take(), false);
-                            return Poll::Ready(Err(E::from(state.timed_out())));
-                        }
-                    };
+                    let (decided, depth) = (&mut *this.decided, *this.depth);
+                    let on_wait =
+                        |state: &mut LoopState<'_, C>| decide::<I, C>(state, decided, depth);
+                    let ended = ready!(in_flight.poll(state, polled.take(), on_wait, cx));
                     *this.phase = Phase::Done;
-                    let error = match result {
-                        Ok(v) => {
-                            // The finished attempt is dropped with this future: a completed
-                            // `async` block holds nothing, so there is nothing to drop early.
-                            report(this.permit.take(), true);
-                            return Poll::Ready(Ok(v));
-                        }
-                        Err(e) => e,
+                    let error = match ended {
+                        // The finished attempt was dropped when it ended.
+                        Ended::Ok(v) => return Poll::Ready(Ok(v)),
+                        Ended::TimedOut => return Poll::Ready(Err(E::from(state.timed_out()))),
+                        Ended::Failed(e) => e,
                     };
-                    this.attempt.set(None);
-                    *this.wait = None;
-                    report(this.permit.take(), false);
                     decide::<I, C>(state, this.decided, *this.depth);
                     match backoff(state, &error) {
                         None => return Poll::Ready(Err(error)),

@@ -1,0 +1,79 @@
+//! One attempt in flight, for the two hand-written futures ([`RunAsync`](super::RunAsync) and
+//! [`AsyncStep`](super::AsyncStep)): its poll, its race with the call's deadline, and the
+//! breaker report once it ends. One copy, so the deadline rule cannot drift between them.
+
+use super::shared::{report, LoopState};
+use crate::breaker::BreakerPermit;
+use crate::retry::nesting::DepthGuard;
+use crate::sleep::SleepFuture;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+/// How an attempt ended; the breaker has heard of it.
+pub(super) enum Ended<T, E> {
+    Ok(T),
+    /// Failed: the caller classifies the error and decides on a retry.
+    Failed(E),
+    /// The call's deadline passed first: the attempt was cancelled (a failure).
+    TimedOut,
+}
+
+/// The parts of a driver's future one attempt uses.
+pub(super) struct InFlight<'p, 'a, F> {
+    pub attempt: Pin<&'p mut Option<F>>,
+    /// The deadline timer, armed the first time the attempt waits (only if the call may
+    /// retry).
+    pub wait: &'p mut Option<SleepFuture>,
+    pub permit: &'p mut Option<BreakerPermit<'a>>,
+    /// The nesting depth the attempt runs at.
+    pub depth: u32,
+}
+
+impl<F> InFlight<'_, '_, F> {
+    /// Polls the attempt (unless `polled` already holds this poll), racing the deadline. The
+    /// attempt goes first: a result that is ready wins over a deadline reached at the same
+    /// instant. `on_wait` runs each time the attempt is pending, before `may_retry` is read.
+    /// Once it ends, the attempt and its timer are dropped and the permit reported.
+    pub fn poll<T, E, C>(
+        mut self,
+        state: &mut LoopState<'_, C>,
+        polled: Option<Poll<Result<T, E>>>,
+        on_wait: impl FnOnce(&mut LoopState<'_, C>),
+        cx: &mut Context<'_>,
+    ) -> Poll<Ended<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let polled = match polled {
+            Some(p) => p,
+            None => {
+                let Some(attempt) = self.attempt.as_mut().as_pin_mut() else {
+                    unreachable!("an attempt is in flight");
+                };
+                let _depth = DepthGuard::set(self.depth);
+                attempt.poll(cx)
+            }
+        };
+        let ended = match polled {
+            Poll::Ready(Ok(v)) => Ended::Ok(v),
+            Poll::Ready(Err(e)) => Ended::Failed(e),
+            Poll::Pending => {
+                on_wait(state);
+                if !state.may_retry() {
+                    return Poll::Pending;
+                }
+                let timer = self.wait.get_or_insert_with(|| {
+                    let remaining = state.total().saturating_sub(state.elapsed());
+                    state.guard.async_sleeper.deadline(remaining)
+                });
+                ready!(timer.as_mut().poll(cx));
+                Ended::TimedOut
+            }
+        };
+        self.attempt.set(None);
+        *self.wait = None;
+        report(self.permit.take(), matches!(ended, Ended::Ok(_)));
+        Poll::Ready(ended)
+    }
+}
