@@ -1,6 +1,6 @@
 //! The async retry loop driver, and [`AsyncStep`], the future of one of its attempts.
 
-use super::attempt::{Ended, InFlight};
+use super::attempt::{poll_backoff, Ended, InFlight, Phase};
 use super::shared::{report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -78,17 +78,6 @@ pin_project_lite::pin_project! {
         driver: &'s mut AsyncLoop<'a, C>,
         phase: Phase,
     }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Not polled yet: the permit is taken at the first poll.
-    Unpolled,
-    /// The attempt is in flight.
-    Attempt,
-    /// `wait` is the backoff before the next attempt.
-    Backoff,
-    Done,
 }
 
 impl<C, F, T, E> Future for AsyncStep<'_, '_, C, F>
@@ -197,12 +186,8 @@ where
         state: &mut LoopState<'_, C>,
         cx: &mut Context<'_>,
     ) -> Poll<ControlFlow<Result<T, E>>> {
-        if let Some(sleep) = wait {
-            ready!(sleep.as_mut().poll(cx));
-        }
-        *wait = None;
+        ready!(poll_backoff(wait, state, cx));
         *phase = Phase::Done;
-        state.attempt += 1;
         Poll::Ready(ControlFlow::Continue(()))
     }
 }

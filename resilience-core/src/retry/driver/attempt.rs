@@ -1,6 +1,7 @@
-//! One attempt in flight, for the two hand-written futures ([`RunAsync`](super::RunAsync) and
-//! [`AsyncStep`](super::AsyncStep)): its poll, its race with the call's deadline, and the
-//! breaker report once it ends. One copy, so the deadline rule cannot drift between them.
+//! What the two hand-written futures ([`RunAsync`](super::RunAsync) and
+//! [`AsyncStep`](super::AsyncStep)) share: their phases, one attempt in flight (its poll, its
+//! race with the call's deadline, the breaker report once it ends) and the backoff after it.
+//! One copy, so the deadline rule cannot drift between them.
 
 use super::shared::{report, LoopState};
 use crate::breaker::BreakerPermit;
@@ -9,6 +10,31 @@ use crate::sleep::SleepFuture;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Not polled yet: the first poll starts the attempt.
+    Unpolled,
+    /// The attempt is in flight (`wait`: its deadline timer, once armed).
+    Attempt,
+    /// `wait` is the backoff before the next attempt.
+    Backoff,
+    Done,
+}
+
+/// Waits out the backoff in `wait`, if any, then counts the next attempt.
+pub(super) fn poll_backoff<C>(
+    wait: &mut Option<SleepFuture>,
+    state: &mut LoopState<'_, C>,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if let Some(sleep) = wait {
+        ready!(sleep.as_mut().poll(cx));
+    }
+    *wait = None;
+    state.attempt += 1;
+    Poll::Ready(())
+}
 
 /// How an attempt ended; the breaker has heard of it.
 pub(super) enum Ended<T, E> {

@@ -1,7 +1,7 @@
 //! The future of [`Call::run_async`]: a hand-written state machine, so the first attempt is
 //! polled in place and the success path builds no loop driver or step future to move.
 
-use super::attempt::{Ended, InFlight};
+use super::attempt::{poll_backoff, Ended, InFlight, Phase};
 use super::shared::{report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -45,17 +45,6 @@ pin_project_lite::pin_project! {
         decided: bool,
         idempotency: PhantomData<I>,
     }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Not polled yet: the nesting depth is read at the first poll.
-    Unpolled,
-    /// `attempt` in flight, `wait` its deadline timer once armed.
-    Attempt,
-    /// `wait` is the backoff before the next attempt.
-    Backoff,
-    Done,
 }
 
 impl<'a, I: Idempotency, C, F, Fut> RunAsync<'a, I, C, F, Fut> {
@@ -186,13 +175,7 @@ where
                     }
                     continue;
                 }
-                Phase::Backoff => {
-                    if let Some(sleep) = this.wait {
-                        ready!(sleep.as_mut().poll(cx));
-                    }
-                    *this.wait = None;
-                    state.attempt += 1;
-                }
+                Phase::Backoff => ready!(poll_backoff(this.wait, state, cx)),
                 Phase::Done => panic!("`RunAsync` polled after completion"),
             }
             // Start the next attempt: make its future, then take its breaker permit (on
