@@ -28,7 +28,8 @@ pub struct CodeDeclared {
 }
 
 impl CodeDeclared {
-    /// Nothing declared.
+    /// Nothing declared. (A field added here needs the attribute's `expand::FIELDS` count
+    /// and `Declared` in `resilience-macros` to follow.)
     pub const EMPTY: Self = Self {
         max_attempts: None,
         backoff: None,

@@ -284,3 +284,34 @@ fn return_edge(plan: &Plan, p: &Trees) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> Trees {
+        Trees(quote!(::resilience::__private).into_iter().collect())
+    }
+
+    /// `FIELDS` must count `Declared`'s fields (this literal names each one, so a new field
+    /// breaks it here): with one too few, the `needless_update` allow would be missing when
+    /// all are declared, and clippy would flag the user's fn.
+    #[test]
+    fn c13_every_declared_field_counts_towards_all_of_them() {
+        let all = Declared {
+            max_attempts: Some(4),
+            backoff: Some(Backoff::Fixed),
+            base_delay: Some(0.5),
+            max_delay: Some(2.0),
+            jitter: Some(false),
+            total_timeout: Some(30.0),
+        };
+        assert!(declared(&all, &p()).1);
+        let fewer = Declared {
+            jitter: None,
+            ..all
+        };
+        assert!(!declared(&fewer, &p()).1);
+        assert!(!declared(&Declared::default(), &p()).1);
+    }
+}
