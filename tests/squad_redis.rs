@@ -112,10 +112,10 @@ fn g7_squad_incident_governed_by_three_processes_through_redis_meets_the_targets
     // another process 3 ms (emulated; 0.15 real ms) after Picard's step began, before
     // Picard's process had asked for anything. No process can know of a P0 call sooner than
     // its own process acts on it, so what is asserted is that no P2 request is admitted
-    // more than 1 real ms (20 ms here) into a P0 wait. That catches what the governor can
-    // cause: with an express allowance of 8 (now 32), the ninth and tenth of Picard's ten
-    // parallel reads waited a Redis round trip and Ralph's polls were admitted 57-75 ms
-    // into the wait (9 and 1 inversions in two runs).
+    // more than 1 real ms (20 ms here) into a P0 wait. This scenario seldom makes a P0 call
+    // wait at all, so the check is weak: runs with an express allowance of 8, with no
+    // express lane, and with equal priority windows all passed on an idle machine. The
+    // priority rule itself is tested on two nodes in resilience-redis's g7_shared tests.
     let slack = Duration::from_millis(1).mul_f64(SPEEDUP);
     let late: Vec<_> = resilience_emulator::squad::inverted(&run.log, &run.records)
         .filter(|(e, c)| e.admitted.unwrap_or(e.at) > c.wanted + slack)

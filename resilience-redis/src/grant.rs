@@ -69,6 +69,9 @@ pub enum QuotaWaitReason {
     /// Redis lost its data and the state is being rebuilt from the processes' reports; the
     /// pool opens when they have all rejoined, or after one lease TTL.
     Recovering,
+    /// A higher priority, in this process or another, was refused quota within its poll
+    /// bound and will ask again: it goes first.
+    Yielding,
 }
 
 /// Wait, then ask again.

@@ -52,6 +52,11 @@
 //!   block's end. While the quota is spent, a pub/sub message wakes waiters when quota comes
 //!   back (returned grants, expired leases); a waiter re-asks at the latest every
 //!   [`WaitPolicy::poll`] × [0.5, 1) (default under 1 s), so a lost message costs at most that.
+//! - **Priority across processes.** A P0 or P1 ask refused for want of quota makes every
+//!   lower priority, in every process, wait ([`QuotaWaitReason::Yielding`]) for the asker's
+//!   poll bound, within which it asks again; so quota that comes back while a higher
+//!   priority waits goes to it, whichever process asks first. (The express lane does not
+//!   consult this: it serves only priorities at or above its bound, P0 by default.)
 //!
 //! # When Redis is lost
 //!

@@ -6,7 +6,8 @@
 -- spend before reporting it: all in degraded mode, the express allowance, or 0), 6 limit,
 -- 7 window_ms, 8 reserve share (per mille), 9 reserve max, 10 view reset_at, 11 view pool,
 -- 12 view members, 13 offline or express spending to report, 14 local reservation (what
--- the node still holds, for a rebuild), 15 channel, 16.. per op; last (ARGV[#ARGV]) keep,
+-- the node still holds, for a rebuild), 15 channel, 16.. per op (acq: cost, priority index,
+-- yield ms); last (ARGV[#ARGV]) keep,
 -- the node's express allowance (the most its lane may have spent without reporting).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
 
@@ -23,14 +24,14 @@ local keep = tonumber(ARGV[#ARGV])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 2
+local PROTO = 3
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local FIELDS = {'limit', 'window', 'pool', 'reset_at', 'win', 'ledger', 'applied', 'block_until',
   'seq', 'ops', 'reserved', 'held', 'recover_until', 'expect', 'rebuilt', 'starved', 'members',
-  'next_reap', 'proto'}
+  'next_reap', 'proto', 'yield0', 'yield1'}
 local s = {}
 local raw = redis.call('HMGET', K_Q, unpack(FIELDS))
 for i, f in ipairs(FIELDS) do s[f] = tonumber(raw[i]) end
@@ -51,7 +52,7 @@ if not s.limit then
   s = {limit = a_limit, window = a_window, pool = a_limit, reset_at = 0, win = base,
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
-    proto = PROTO}
+    proto = PROTO, yield0 = 0, yield1 = 0}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -257,12 +258,22 @@ end
 if op == 'acq' then
   -- Never from the last `keep` of the reservation: the express lane may have spent it
   -- without reporting yet, and paying an acquire from it could spend one unit twice.
-  local cost = tonumber(ARGV[16])
+  --
+  -- Priority across processes: a P0 (P1) ask refused for want of quota marks `yield0`
+  -- (`yield1`) for the asker's poll bound, within which it asks again; until the mark passes,
+  -- every lower priority is refused (reason 5), so quota returned meanwhile goes to the
+  -- waiting higher priority, whichever process it is in.
+  local cost, prio, yield_ms = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   join()
+  local ahead = 0
+  if prio >= 1 then ahead = s.yield0 end
+  if prio >= 2 then ahead = math.max(ahead, s.yield1) end
   if cost > s.limit then
     status, reason = 2, 4
   elseif now < s.block_until then
     status, reason, wait = 2, 1, s.block_until - now
+  elseif ahead > now then
+    status, reason, wait = 2, 5, ahead - now
   else
     if s.pool >= cost and not recovering then
       s.pool = s.pool - cost
@@ -283,6 +294,10 @@ if op == 'acq' then
       s.ledger = s.ledger + cost
       top_up()
     end
+  end
+  if status == 2 and reason ~= 1 and reason ~= 4 and prio <= 1 then
+    local f = (prio == 0) and 'yield0' or 'yield1'
+    s[f] = math.max(s[f], now + yield_ms)
   end
 elseif op == 'renew' then
   join()

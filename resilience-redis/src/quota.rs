@@ -153,6 +153,7 @@ impl RedisQuota {
                     fixed.window_ms = ms(spec.window);
                     fixed.share_permille = cfg.reserve_share_permille;
                     fixed.reserve_max = cfg.reserve_max;
+                    fixed.yield_ms = ms(cfg.wait.poll);
                     let r = Arc::new(ResState {
                         name: name.into(),
                         fixed,
@@ -254,7 +255,7 @@ impl Inner {
             }
             Err(e) if is_loss(&e) => {
                 l.unreport(report);
-                if let Op::Acquire { cost } = op {
+                if let Op::Acquire { cost, .. } = op {
                     l.lost_acquire(cost, generation);
                 }
                 drop(l);

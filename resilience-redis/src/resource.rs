@@ -36,10 +36,24 @@ impl SharedQuota {
         &self.state.name
     }
 
-    /// Asks once, without waiting: one script call (one round trip) while Redis is
-    /// reachable; the local share while it is not ([`OnLoss`]).
-    pub async fn try_acquire(&self, cost: u32) -> Result<QuotaDecision, RedisQuotaError> {
-        match self.inner.call(&self.state, Op::Acquire { cost }).await {
+    /// Asks once at `priority`, without waiting: one script call (one round trip) while
+    /// Redis is reachable; the local share while it is not ([`OnLoss`]).
+    ///
+    /// Priority holds across processes: a P0 or P1 ask refused for want of quota makes every
+    /// lower priority, in any process, wait ([`QuotaWaitReason::Yielding`]) for this
+    /// process's poll bound ([`WaitPolicy::poll`](crate::WaitPolicy::poll)), within which
+    /// its waiter asks again; quota returned meanwhile goes to the higher priority.
+    pub async fn try_acquire(
+        &self,
+        cost: u32,
+        priority: Priority,
+    ) -> Result<QuotaDecision, RedisQuotaError> {
+        let priority = priority as u8;
+        match self
+            .inner
+            .call(&self.state, Op::Acquire { cost, priority })
+            .await
+        {
             Ok(r) => self.decision(&r, cost),
             Err(CallError::Server(e)) => Err(e),
             Err(CallError::Lost) => self.offline_acquire(cost),
@@ -77,7 +91,7 @@ impl SharedQuota {
             let woken = self.state.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let wait = match self.try_acquire(cost).await? {
+            let wait = match self.try_acquire(cost, priority).await? {
                 QuotaDecision::Go(g) => return Ok(g),
                 QuotaDecision::Wait(w) => w,
             };
@@ -284,6 +298,7 @@ impl SharedQuota {
             (script::WAIT, script::BLOCKED) => wait(QuotaWaitReason::Blocked),
             (script::WAIT, script::EXHAUSTED) => wait(QuotaWaitReason::Exhausted),
             (script::WAIT, script::RECOVERING) => wait(QuotaWaitReason::Recovering),
+            (script::WAIT, script::YIELDING) => wait(QuotaWaitReason::Yielding),
             (script::WAIT, script::TOO_BIG) => Err(RedisQuotaError::CostTooLarge {
                 resource: self.state.name.to_string(),
                 cost,

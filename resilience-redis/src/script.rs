@@ -19,8 +19,8 @@ pub(crate) fn script() -> &'static Script {
 /// One operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
-    /// Acquire `cost`.
-    Acquire { cost: u32 },
+    /// Acquire `cost` at a priority (index: 0 is P0).
+    Acquire { cost: u32, priority: u8 },
     /// Renew the lease (rejoin, report offline spending, top the reservation up).
     Renew,
     /// Return a grant that was not used.
@@ -90,6 +90,9 @@ pub(crate) struct Fixed {
     pub window_ms: u64,
     pub share_permille: u32,
     pub reserve_max: u64,
+    /// How long a P0 or P1 ask refused for want of quota makes lower priorities yield: this
+    /// process's poll bound, within which its waiter asks again.
+    pub yield_ms: u64,
 }
 
 impl Fixed {
@@ -106,6 +109,7 @@ impl Fixed {
             window_ms: 0,
             share_permille: 0,
             reserve_max: 0,
+            yield_ms: 0,
         }
     }
 }
@@ -124,6 +128,7 @@ pub(crate) const BLOCKED: i64 = 1;
 pub(crate) const EXHAUSTED: i64 = 2;
 pub(crate) const RECOVERING: i64 = 3;
 pub(crate) const TOO_BIG: i64 = 4;
+pub(crate) const YIELDING: i64 = 5;
 
 /// The script's reply, field by field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -219,8 +224,8 @@ pub(crate) async fn call(
         .arg(view.local_reserved)
         .arg(&fixed.channel);
     match op {
-        Op::Acquire { cost } => {
-            inv.arg(cost);
+        Op::Acquire { cost, priority } => {
+            inv.arg(cost).arg(priority).arg(fixed.yield_ms);
         }
         Op::Release {
             cost,

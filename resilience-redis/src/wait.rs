@@ -25,7 +25,7 @@ pub(crate) fn plan(wait: &QuotaWait, priority: Priority, policy: &WaitPolicy) ->
                 wakeable: false,
             }
         }
-        QuotaWaitReason::Exhausted | QuotaWaitReason::Recovering => {
+        QuotaWaitReason::Exhausted | QuotaWaitReason::Recovering | QuotaWaitReason::Yielding => {
             let poll = policy.poll.mul_f64(0.5 + fastrand::f64() / 2.0);
             Plan {
                 sleep: wait.delay.min(poll),

@@ -65,14 +65,14 @@ async fn g7_a_local_governor_spends_only_the_shared_quota_and_shares_its_blocks(
     let _ = permit
         .observe(&Observation::from_headers(429, [("retry-after", "2")]))
         .await;
-    let d = elsewhere.try_acquire(1).await.expect("ask");
+    let d = elsewhere.try_acquire(1, Priority::P1).await.expect("ask");
     assert!(
         matches!(d, QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Blocked),
         "{d:?}"
     );
     // ... and only the resource it was seen on: the first one is merely spent.
     let other = shared(&srv.url, &p, "b").await;
-    let d = other.try_acquire(1).await.expect("ask");
+    let d = other.try_acquire(1, Priority::P1).await.expect("ask");
     assert!(
         matches!(d, QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Exhausted),
         "{d:?}"

@@ -63,7 +63,7 @@ async fn g7_acquire_is_one_evalsha_round_trip_and_survives_a_script_flush() {
     }
     let before = srv.calls("evalsha");
     for _ in 0..50 {
-        let _ = go(q.try_acquire(1).await.expect("acquire"));
+        let _ = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
     }
     if srv.owned() {
         assert_eq!(srv.calls("evalsha") - before, 50, "one EVALSHA per acquire");
@@ -74,7 +74,10 @@ async fn g7_acquire_is_one_evalsha_round_trip_and_survives_a_script_flush() {
         );
         // NOSCRIPT (e.g. a restarted or flushed Redis): loaded again, the call still succeeds.
         srv.cmd("SCRIPT FLUSH").expect("flush");
-        let _ = go(q.try_acquire(1).await.expect("acquire after flush"));
+        let _ = go(q
+            .try_acquire(1, Priority::P1)
+            .await
+            .expect("acquire after flush"));
         assert_eq!(srv.calls("script|load"), 1);
     }
 }
@@ -89,20 +92,20 @@ async fn g7_quota_of_a_window_is_never_exceeded_and_resets_on_server_time() {
     assert!(grants
         .iter()
         .all(|g| g.window() == window && g.reset_at_ms() == grants[0].reset_at_ms()));
-    let QuotaDecision::Wait(w) = q.try_acquire(1).await.expect("ask") else {
+    let QuotaDecision::Wait(w) = q.try_acquire(1, Priority::P1).await.expect("ask") else {
         panic!("a sixth grant in one window");
     };
     assert_eq!(w.reason, QuotaWaitReason::Exhausted);
     assert!(w.delay <= MS(400), "{w:?}");
     tokio::time::sleep(w.delay + MS(20)).await;
-    let g = go(q.try_acquire(1).await.expect("next window"));
+    let g = go(q.try_acquire(1, Priority::P1).await.expect("next window"));
     assert!(g.window() > window, "a new window after the server's reset");
 }
 
 async fn futures_all(q: &SharedQuota, n: usize) -> Vec<resilience_redis::QuotaGrant> {
     let mut out = Vec::new();
     for _ in 0..n {
-        out.push(go(q.try_acquire(1).await.expect("acquire")));
+        out.push(go(q.try_acquire(1, Priority::P1).await.expect("acquire")));
     }
     out
 }
@@ -113,13 +116,13 @@ async fn g7_g6_a_rate_limit_seen_by_one_node_blocks_every_node() {
     let p = prefix("block");
     let (_ra, a) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
     let (_rb, b) = quota(cfg(&srv.url, &p, "b"), 100, MS(60_000)).await;
-    let g = go(a.try_acquire(1).await.expect("acquire"));
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
     let limited = Observation::from_headers(429, [("retry-after", "1")]);
     assert_eq!(
         a.observe(Some(g), &limited).await.expect("observe"),
         Settled::Applied
     );
-    let QuotaDecision::Wait(w) = b.try_acquire(1).await.expect("ask") else {
+    let QuotaDecision::Wait(w) = b.try_acquire(1, Priority::P1).await.expect("ask") else {
         panic!("b was not blocked");
     };
     assert_eq!(w.reason, QuotaWaitReason::Blocked);
@@ -143,8 +146,8 @@ async fn g7_returned_quota_wakes_a_waiter_of_another_node_by_pubsub() {
     let cb = cfg(&srv.url, &p, "b").reserve_share_permille(0).wait(slow);
     let (_ra, a) = quota(ca, 2, MS(60_000)).await;
     let (_rb, b) = quota(cb, 2, MS(60_000)).await;
-    let g1 = go(a.try_acquire(1).await.expect("1"));
-    let _g2 = go(a.try_acquire(1).await.expect("2"));
+    let g1 = go(a.try_acquire(1, Priority::P1).await.expect("1"));
+    let _g2 = go(a.try_acquire(1, Priority::P1).await.expect("2"));
     let waiter = tokio::spawn(async move {
         let t = Instant::now();
         let g = b.acquire(1, Priority::P0).await;
@@ -183,7 +186,7 @@ async fn g7_observed_headers_lower_the_shared_pool_and_leave_returns_the_reserva
         MS(60_000),
     )
     .await;
-    let g = go(b.try_acquire(1).await.expect("acquire"));
+    let g = go(b.try_acquire(1, Priority::P1).await.expect("acquire"));
     let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "10")]);
     assert_eq!(
         b.observe(Some(g), &reading).await.expect("observe"),
@@ -197,7 +200,7 @@ async fn g7_observed_headers_lower_the_shared_pool_and_leave_returns_the_reserva
 async fn g7_a_cost_above_the_whole_limit_is_a_typed_error() {
     let Some(srv) = server() else { return };
     let (_r, q) = quota(cfg(&srv.url, &prefix("big"), "a"), 10, MS(60_000)).await;
-    let e = q.try_acquire(11).await.unwrap_err();
+    let e = q.try_acquire(11, Priority::P1).await.unwrap_err();
     assert!(
         matches!(
             e,
@@ -219,19 +222,22 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
     let Some(srv) = server() else { return };
     let p = prefix("proto");
     let (_r, q) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
-    let _ = go(q.try_acquire(1).await.expect("this build's own state"));
+    let _ = go(q
+        .try_acquire(1, Priority::P1)
+        .await
+        .expect("this build's own state"));
     let key = format!("{{{p}:core}}:q");
-    for (stamp, why) in [("1", "builds differ"), ("0", "older build")] {
+    for (stamp, why) in [("2", "builds differ"), ("0", "older build")] {
         let set = srv.cmd(&format!("HSET {key} proto {stamp}"));
         assert!(set.is_some(), "redis answered the HSET");
-        let e = q.try_acquire(1).await.unwrap_err();
+        let e = q.try_acquire(1, Priority::P1).await.unwrap_err();
         let text = e.to_string();
         assert!(matches!(e, RedisQuotaError::Server { .. }), "{e:?}");
         for part in [
             "protocol mismatch",
             key.as_str(),
             &format!("holds protocol {stamp} state"),
-            "this build speaks 2",
+            "this build speaks 3",
             why,
             "another prefix",
         ] {
@@ -248,16 +254,16 @@ async fn g7_fail_closed_refuses_while_redis_is_down_and_rejoins_when_it_returns(
     }
     let c = cfg(&srv.url, &prefix("closed"), "a").on_loss(OnLoss::FailClosed);
     let (r, q) = quota(c, 100, MS(60_000)).await;
-    let _ = go(q.try_acquire(1).await.expect("acquire"));
+    let _ = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
     srv.kill();
-    let e = q.try_acquire(1).await.unwrap_err();
+    let e = q.try_acquire(1, Priority::P1).await.unwrap_err();
     assert!(matches!(e, RedisQuotaError::Unavailable { .. }), "{e:?}");
     assert!(e.to_string().contains(&srv.url), "{e}");
     assert_eq!(r.link_state(), LinkState::Closed);
     srv.restart();
     let t = Instant::now();
     loop {
-        match q.try_acquire(1).await {
+        match q.try_acquire(1, Priority::P1).await {
             Ok(QuotaDecision::Go(g)) => break assert!(!g.is_offline()),
             Ok(QuotaDecision::Wait(w)) => tokio::time::sleep(w.delay.min(MS(50))).await,
             Err(RedisQuotaError::Unavailable { .. }) => tokio::time::sleep(MS(50)).await,
@@ -281,7 +287,7 @@ async fn g7_degraded_spends_exactly_its_reservation_while_redis_is_down() {
     srv.kill();
     let mut offline = 0;
     loop {
-        match q.try_acquire(1).await {
+        match q.try_acquire(1, Priority::P1).await {
             Ok(QuotaDecision::Go(g)) => {
                 assert!(g.is_offline());
                 offline += 1;
@@ -340,7 +346,7 @@ async fn g7_an_outage_is_logged_once_with_the_safe_url_and_so_is_the_rejoin() {
     let (r, q) = quota(c, 100, MS(60_000)).await;
     srv.kill();
     for _ in 0..30 {
-        let _ = q.try_acquire(1).await;
+        let _ = q.try_acquire(1, Priority::P1).await;
     }
     assert_eq!(logs.count("Redis unreachable"), 1, "logged once per outage");
     assert_eq!(logs.count(&format!("url={}", srv.url)), 1);
@@ -356,7 +362,10 @@ async fn g7_an_outage_is_logged_once_with_the_safe_url_and_so_is_the_rejoin() {
         assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
         tokio::time::sleep(MS(50)).await;
     }
-    let _ = go(q.try_acquire(1).await.expect("acquire after the rejoin"));
+    let _ = go(q
+        .try_acquire(1, Priority::P1)
+        .await
+        .expect("acquire after the rejoin"));
     assert_eq!(logs.count("rejoined"), 1);
 }
 
@@ -386,7 +395,7 @@ async fn g7_g5_an_idle_holder_keeps_its_lease_through_the_heartbeat() {
 async fn express_ready(q: &SharedQuota) -> Option<resilience_redis::QuotaGrant> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(2) {
-        let _ = go(q.try_acquire(1).await.expect("acquire"));
+        let _ = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
         let g = q.acquire(1, Priority::P0).await.expect("acquire at P0");
         if g.is_express() {
             return Some(g);
@@ -458,7 +467,7 @@ async fn g7_g6_a_block_set_by_another_node_shuts_the_express_lane_at_once() {
 
 /// `q` sees a 429 with `retry-after: 3`, which blocks every node (G6).
 async fn block_for_3_s(q: &SharedQuota) {
-    let g = go(q.try_acquire(1).await.expect("acquire"));
+    let g = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
     let limited = Observation::from_headers(429, [("retry-after", "3")]);
     q.observe(Some(g), &limited).await.expect("observe");
 }
@@ -517,7 +526,7 @@ async fn g7_express_spending_reported_after_an_earlier_reset_counts_in_the_new_w
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_secs();
-    let g = go(b.try_acquire(1).await.expect("acquire"));
+    let g = go(b.try_acquire(1, Priority::P1).await.expect("acquire"));
     let reset = (unix + 2).to_string();
     let early = Observation::from_headers(
         200,
@@ -542,4 +551,74 @@ async fn g7_express_spending_reported_after_an_earlier_reset_counts_in_the_new_w
         1_000 - 6,
         "the six count in the new window: {after:?}"
     );
+}
+
+/// The reason of a refusal (panics on a grant).
+fn refused(d: QuotaDecision) -> QuotaWaitReason {
+    match d {
+        QuotaDecision::Wait(w) => w.reason,
+        QuotaDecision::Go(g) => panic!("expected a refusal, got {g:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_quota_returned_while_a_higher_priority_of_another_process_waits_goes_to_it() {
+    let Some(srv) = server() else { return };
+    let p = prefix("yield");
+    // Waiters that ask again within 400 ms: how long lower priorities yield to them.
+    let short = WaitPolicy {
+        poll: MS(400),
+        ..WaitPolicy::default()
+    };
+    let node = |n| {
+        cfg(&srv.url, &p, n)
+            .reserve_share_permille(0)
+            .wait(short.clone())
+    };
+    let (_ra, a) = quota(node("a"), 3, MS(60_000)).await;
+    let (_rb, b) = quota(node("b"), 3, MS(60_000)).await;
+    let (_rc, c) = quota(node("c"), 3, MS(60_000)).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(go(c.try_acquire(1, Priority::P1).await.expect("c")));
+    }
+
+    // A P0 of process a is refused: the window is spent.
+    let d = a.try_acquire(1, Priority::P0).await.expect("a P0");
+    assert_eq!(refused(d), QuotaWaitReason::Exhausted);
+    // c returns a unit. Another process's P2 and P1 ask first, and yield to a's waiter.
+    let g = held.pop().expect("held");
+    assert_eq!(c.release(g).await.expect("release"), Settled::Applied);
+    for pr in [Priority::P2, Priority::P1] {
+        match b.try_acquire(1, pr).await.expect("b") {
+            QuotaDecision::Wait(w) => {
+                assert_eq!(w.reason, QuotaWaitReason::Yielding, "{pr:?}");
+                assert!(w.delay <= MS(400), "{w:?}");
+            }
+            QuotaDecision::Go(g) => panic!("{pr:?} of b took the unit a's P0 waits for: {g:?}"),
+        }
+    }
+    let _a0 = go(a.try_acquire(1, Priority::P0).await.expect("a P0 again"));
+
+    // Once the marks pass (nobody refused asks again), a P1 waits the same way, and only
+    // lower priorities yield to it: a P2 does, a P0 does not.
+    tokio::time::sleep(MS(450)).await;
+    let d = b.try_acquire(1, Priority::P1).await.expect("b P1");
+    assert_eq!(refused(d), QuotaWaitReason::Exhausted);
+    let g = held.pop().expect("held");
+    assert_eq!(c.release(g).await.expect("release"), Settled::Applied);
+    let d = a.try_acquire(1, Priority::P2).await.expect("a P2");
+    assert_eq!(refused(d), QuotaWaitReason::Yielding);
+    let _a0 = go(a
+        .try_acquire(1, Priority::P0)
+        .await
+        .expect("a P0, past a P1"));
+    let g = held.pop().expect("held");
+    assert_eq!(c.release(g).await.expect("release"), Settled::Applied);
+    let b1 = go(b.try_acquire(1, Priority::P1).await.expect("b P1 again"));
+
+    // With no higher priority waiting, a P2 is served.
+    tokio::time::sleep(MS(450)).await;
+    assert_eq!(b.release(b1).await.expect("release"), Settled::Applied);
+    let _a2 = go(a.try_acquire(1, Priority::P2).await.expect("a P2 at last"));
 }

@@ -265,7 +265,7 @@ async fn bench(job: &Job, quota: &resilience_redis::SharedQuota) {
         handles.push(tokio::spawn(async move {
             while Instant::now() < stop {
                 a.fetch_add(1, Ordering::Relaxed);
-                if let Ok(QuotaDecision::Go(_)) = q.try_acquire(1).await {
+                if let Ok(QuotaDecision::Go(_)) = q.try_acquire(1, Priority::P1).await {
                     g.fetch_add(1, Ordering::Relaxed);
                 }
             }
