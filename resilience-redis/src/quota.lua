@@ -339,6 +339,12 @@ elseif op == 'obs' then
       end
     end
     if exhausted == 1 then s.pool = 0 end
+    -- Nothing left upstream until the reset: a reservation or an express lane would spend
+    -- into rejections (and risk a ban), so the resource blocks until then, on every node.
+    if exhausted == 1 or h_rem == 0 then
+      local until_ = (h_reset > now) and h_reset or s.reset_at
+      if until_ > now then block_to(until_) end
+    end
   end
 elseif op == 'block' then
   local block_ms = tonumber(ARGV[16])

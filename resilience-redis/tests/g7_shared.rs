@@ -622,3 +622,66 @@ async fn g7_g6_quota_returned_while_a_higher_priority_of_another_process_waits_g
     assert_eq!(b.release(b1).await.expect("release"), Settled::Applied);
     let _a2 = go(a.try_acquire(1, Priority::P2).await.expect("a P2 at last"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_spent_primary_quota_blocks_every_node_until_the_reset_reservations_included() {
+    let Some(srv) = server() else { return };
+    let p = prefix("spent");
+    let node = |n| cfg(&srv.url, &p, n).reserve_share_permille(500);
+    let (_ra, a) = quota(node("a"), 100, MS(60_000)).await;
+    let (_rb, b) = quota(node("b"), 100, MS(60_000)).await;
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    let _ = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+    let s = b.snapshot().await.expect("snapshot");
+    assert!(s.reserved > 0, "b holds a reservation: {s:?}");
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let reset = (unix + 30).to_string();
+    // GitHub's primary limit: 403, remaining 0, the reset in 30 s.
+    let spent = Observation::from_headers(
+        403,
+        [
+            ("x-ratelimit-limit", "100"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", reset.as_str()),
+        ],
+    );
+    assert_eq!(
+        a.observe(Some(g), &spent).await.expect("observe"),
+        Settled::Applied
+    );
+    // Neither node pays from its reservation now: every such call would be rejected.
+    for q in [&a, &b] {
+        match q.try_acquire(1, Priority::P0).await.expect("ask") {
+            QuotaDecision::Wait(w) => {
+                assert_eq!(w.reason, QuotaWaitReason::Blocked);
+                assert!(w.delay > MS(25_000) && w.delay <= MS(31_000), "{w:?}");
+            }
+            QuotaDecision::Go(g) => panic!("a grant into a spent quota: {g:?}"),
+        }
+    }
+    // A 200 that reads 0 left is the same news.
+    let p2 = prefix("spent-200");
+    let (_rc, c) = quota(
+        cfg(&srv.url, &p2, "c").reserve_share_permille(500),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let g = go(c.try_acquire(1, Priority::P1).await.expect("c"));
+    let last = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", reset.as_str()),
+        ],
+    );
+    assert_eq!(
+        c.observe(Some(g), &last).await.expect("observe"),
+        Settled::Applied
+    );
+    let d = c.try_acquire(1, Priority::P0).await.expect("ask");
+    assert_eq!(refused(d), QuotaWaitReason::Blocked);
+}
