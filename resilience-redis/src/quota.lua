@@ -182,9 +182,12 @@ local lease = nil
 local fresh = 0
 
 -- Renews the caller's lease, or settles its old epoch and starts a new one (a new epoch).
+-- A lease newer than the caller's epoch is the caller's own (node names are per process):
+-- a call sent before it heard of its new lease. It keeps that lease; retiring it would
+-- start another per call in flight, each holding back a share.
 local function join()
   local l = decode(redis.call('HGET', K_L, node))
-  if l and l.epoch == epoch and epoch > 0 then
+  if l and epoch > 0 and l.epoch >= epoch then
     if l.win ~= s.win then l.reserved, l.win = 0, s.win end
     settle_report(l)
     lease = l

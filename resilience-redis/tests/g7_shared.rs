@@ -685,3 +685,36 @@ async fn g7_a_spent_primary_quota_blocks_every_node_until_the_reset_reservations
     let d = c.try_acquire(1, Priority::P0).await.expect("ask");
     assert_eq!(refused(d), QuotaWaitReason::Blocked);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g5_calls_sent_before_a_new_lease_was_heard_of_keep_it_not_churn_it() {
+    let Some(srv) = server() else { return };
+    let p = prefix("churn");
+    let (_r, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(500),
+        100,
+        MS(60_000),
+    )
+    .await;
+    assert_eq!(a.leave().await.expect("leave"), Settled::Applied);
+    // Eight acquires at once, all sent under the lease just given up: the first starts a
+    // new lease, the other seven are the same process's and must keep it.
+    let asks: Vec<_> = (0..8)
+        .map(|_| {
+            let a = a.clone();
+            tokio::spawn(async move { a.try_acquire(1, Priority::P1).await })
+        })
+        .collect();
+    let mut epochs = std::collections::BTreeSet::new();
+    for t in asks {
+        epochs.insert(go(t.await.expect("task").expect("acquire")).epoch());
+    }
+    let s = a.snapshot().await.expect("snapshot");
+    assert_eq!(
+        epochs.len(),
+        1,
+        "one new lease, not one per call: {epochs:?}"
+    );
+    assert_eq!((s.members, s.held), (1, 0), "{s:?}");
+    assert_eq!(s.pool + s.reserved_total + 8, 100, "{s:?}");
+}
