@@ -78,6 +78,9 @@ end
 -- Raises the block; `b` tells every process to stop paying from its reservation without
 -- asking (the express lane) until a reply says how long the block lasts.
 local function block_to(until_)
+  -- Capped at a day (or a window, if longer): a far-future date from upstream must not stop
+  -- the resource for good; a longer block is met again and set again.
+  until_ = math.min(until_, now + math.max(s.window, 86400000))
   if until_ > s.block_until then
     s.block_until = until_
     redis.call('PUBLISH', channel, 'b')
@@ -323,6 +326,11 @@ elseif op == 'obs' then
   local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
   local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
   if reset_after > 0 then h_reset = now + reset_after end
+  -- Header values past any sane range are ignored, not stored: `%d` would wrap a limit
+  -- above 2^63, and a reset read in the wrong unit would keep the window from ever rolling.
+  if h_limit > 2 ^ 50 then h_limit = 0 end
+  if h_rem > 2 ^ 50 then h_rem = -1 end
+  if h_reset > now + 2 * s.window then h_reset = 0 end
   block_to(math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0))
   if not current_lease() then
     -- A stale holder's headers may describe quota it no longer owns: only its block counts.

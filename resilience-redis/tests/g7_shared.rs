@@ -718,3 +718,44 @@ async fn g7_g5_calls_sent_before_a_new_lease_was_heard_of_keep_it_not_churn_it()
     assert_eq!((s.members, s.held), (1, 0), "{s:?}");
     assert_eq!(s.pool + s.reserved_total + 8, 100, "{s:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_header_values_out_of_range_are_ignored_not_stored() {
+    let Some(srv) = server() else { return };
+    let p = prefix("wild");
+    let (_r, a) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis()
+        .to_string();
+    // A limit past 2^63 (it used to wrap negative: every acquire then too large) and a
+    // reset in ms where seconds are meant (the window would never roll).
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    let wild = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-limit", "9999999999999999999"),
+            ("x-ratelimit-remaining", "50"),
+            ("x-ratelimit-reset", unix_ms.as_str()),
+        ],
+    );
+    assert_eq!(
+        a.observe(Some(g), &wild).await.expect("observe"),
+        Settled::Applied
+    );
+    let s = a.snapshot().await.expect("snapshot");
+    assert_eq!(s.limit, 100, "{s:?}");
+    assert!(s.reset_in.is_some_and(|r| r <= MS(60_000)), "{s:?}");
+    let _ = go(a.try_acquire(1, Priority::P1).await.expect("still served"));
+    // A block until a far-future date lasts a day at most.
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    let far = Observation::from_headers(429, [("retry-after", "Fri, 01 Jan 2999 00:00:00 GMT")]);
+    let _ = a.observe(Some(g), &far).await.expect("observe");
+    let s = a.snapshot().await.expect("snapshot");
+    let day = Duration::from_secs(86_400);
+    assert!(
+        s.blocked_for.is_some_and(|b| b > MS(1000) && b <= day),
+        "{s:?}"
+    );
+}
