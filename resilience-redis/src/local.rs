@@ -184,7 +184,13 @@ impl Local {
         if now < self.block_until {
             return Err(OfflineRefusal::Blocked(self.block_until - now));
         }
-        if self.epoch == 0 || now >= self.offline_until() || self.reserved() < u64::from(cost) {
+        // Leaving: the server may have taken the leave and returned the reservation to the
+        // pool even if its reply was lost.
+        if self.epoch == 0
+            || self.leaving
+            || now >= self.offline_until()
+            || self.reserved() < u64::from(cost)
+        {
             return Err(OfflineRefusal::NoShare);
         }
         self.offline_unreported += u64::from(cost);
@@ -361,6 +367,23 @@ mod tests {
         assert_eq!(l.express_acquire(1, clock.now(), 8), None);
         l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN); // rejoined: a new lease
         assert!(l.express_acquire(1, clock.now(), 8).is_some());
+    }
+
+    #[test]
+    fn g7_a_leave_whose_reply_was_lost_leaves_nothing_to_spend_offline() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
+        // The leave went out and Redis was lost before its reply: the server may already
+        // have put the whole reservation back in the pool.
+        l.start_leaving();
+        assert_eq!(
+            l.offline_acquire(1, clock.now()),
+            Err(OfflineRefusal::NoShare)
+        );
+        l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN); // rejoined: a new lease
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
     }
 
     #[test]

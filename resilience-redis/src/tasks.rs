@@ -53,6 +53,18 @@ async fn rejoin(inner: &Inner) {
             Ok(_) | Err(CallError::Server(_)) => {}
             Err(CallError::Lost) => return,
         }
+        // A block this process met while Redis was lost is every process's news.
+        let left = res.local.lock().blocked_for(inner.clock.now());
+        if let Some(left) = left {
+            let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+            match inner
+                .call_on(&mut conn, generation, &res, Op::Block { ms })
+                .await
+            {
+                Ok(_) | Err(CallError::Server(_)) => {}
+                Err(CallError::Lost) => return,
+            }
+        }
     }
     inner.link.install(conn, generation);
     inner.note_rejoined();

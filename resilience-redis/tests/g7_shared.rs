@@ -759,3 +759,40 @@ async fn g7_header_values_out_of_range_are_ignored_not_stored() {
         "{s:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_a_block_met_while_redis_was_lost_reaches_every_node_on_rejoin() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return eprintln!("skipped: needs a redis-server this test can kill");
+    }
+    let p = prefix("replay");
+    let (ra, a) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
+    let (rb, b) = quota(cfg(&srv.url, &p, "b"), 100, MS(60_000)).await;
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    srv.kill();
+    // a meets a secondary limit while Redis is down: only a knows of it.
+    let limited = Observation::from_headers(429, [("retry-after", "20")]);
+    assert_eq!(
+        a.observe(Some(g), &limited).await.expect("observe"),
+        Settled::Local
+    );
+    srv.restart();
+    let t = Instant::now();
+    // Each node notices the loss on its next call (b has made none), then rejoins.
+    for (r, q) in [(&ra, &a), (&rb, &b)] {
+        let _ = q.snapshot().await;
+        while r.link_state() != LinkState::Connected {
+            tokio::time::sleep(MS(50)).await;
+            let _ = q.snapshot().await;
+            assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+        }
+    }
+    match b.try_acquire(1, Priority::P1).await.expect("ask") {
+        QuotaDecision::Wait(w) => {
+            assert_eq!(w.reason, QuotaWaitReason::Blocked);
+            assert!(w.delay > MS(5_000) && w.delay <= MS(20_000), "{w:?}");
+        }
+        QuotaDecision::Go(g) => panic!("b was not told of a's block: {g:?}"),
+    }
+}
