@@ -310,8 +310,13 @@ elseif op == 'renew' then
   top_up()
 elseif op == 'rel' then
   local cost, gwin, gres = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  local gled = tonumber(ARGV[19])
   if not current_lease() then
     status = 3
+  elseif gled > 0 and gled <= s.applied then
+    -- A reading taken after this grant is applied: the grant's call was never made, so
+    -- the reading already counts its quota as left. Crediting it again would spend it twice.
+    status = 0
   elseif gwin == s.win then
     if gres == 1 then
       lease.reserved = lease.reserved + cost

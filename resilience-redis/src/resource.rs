@@ -133,6 +133,7 @@ impl SharedQuota {
             cost: grant.cost,
             window: grant.window,
             from_reserve: grant.from_reserve,
+            ledger: grant.ledger,
         };
         self.settle(grant.epoch, op).await
     }

@@ -28,6 +28,8 @@ pub(crate) enum Op {
         cost: u32,
         window: u64,
         from_reserve: bool,
+        /// The grant's ledger position.
+        ledger: u64,
     },
     /// Report a response's headers.
     Observe(ObserveArgs),
@@ -231,8 +233,12 @@ pub(crate) async fn call(
             cost,
             window,
             from_reserve,
+            ledger,
         } => {
-            inv.arg(cost).arg(window).arg(u8::from(from_reserve));
+            inv.arg(cost)
+                .arg(window)
+                .arg(u8::from(from_reserve))
+                .arg(ledger);
         }
         Op::Observe(o) => {
             let remaining = o

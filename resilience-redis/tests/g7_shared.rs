@@ -796,3 +796,32 @@ async fn g7_g6_a_block_met_while_redis_was_lost_reaches_every_node_on_rejoin() {
         QuotaDecision::Go(g) => panic!("b was not told of a's block: {g:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_grant_returned_after_a_later_reading_is_not_credited_twice() {
+    let Some(srv) = server() else { return };
+    let p = prefix("twice");
+    let (_r, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let first = go(a.try_acquire(1, Priority::P1).await.expect("1"));
+    let second = go(a.try_acquire(1, Priority::P1).await.expect("2"));
+    // Only the second call is made; the API counts it: 99 left.
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "99")]);
+    assert_eq!(
+        a.observe(Some(second), &reading).await.expect("observe"),
+        Settled::Applied
+    );
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 99);
+    // The first call is given up: the reading already counts its unit as left.
+    assert_eq!(a.release(first).await.expect("release"), Settled::Applied);
+    let s = a.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 99, "99 are left upstream, not 100: {s:?}");
+    // A grant released before any later reading is credited as before.
+    let third = go(a.try_acquire(1, Priority::P1).await.expect("3"));
+    assert_eq!(a.release(third).await.expect("release"), Settled::Applied);
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 99);
+}
