@@ -164,9 +164,12 @@ fn rewrite_items(body: TokenStream, defaults: &TokenStream) -> TokenStream {
                 out.push(tt.clone());
             }
             TokenTree::Punct(p) => {
+                // Angle brackets only matter in a container's header (`impl<T> S<T> {`): in
+                // any other item a `<` may be a comparison or a shift (`const B: bool = 1 < 2;`).
+                let header = container != Some(false);
                 match p.as_char() {
-                    '<' => angle += 1,
-                    '>' if !prev_dash => angle -= 1,
+                    '<' if header => angle += 1,
+                    '>' if header && !prev_dash => angle -= 1,
                     ';' if angle <= 0 => (container, handled, angle) = (None, false, 0),
                     _ => {}
                 }
@@ -298,6 +301,21 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("fn inner"), "{out}");
+    }
+
+    #[test]
+    fn m5_comparisons_and_shifts_in_items_do_not_hide_the_containers_after_them() {
+        let out = rewrite(quote! {
+            mod m {
+                const SMALL: bool = 1 < 2;
+                static MASK: u32 = 1 << 4;
+                type Pair = (Vec<u8>, Option<u8>);
+                impl S {
+                    #[retry_service_operation(idempotent)] fn f(&self) {}
+                }
+            }
+        });
+        assert_eq!(out.matches("__defaults").count(), 1, "{out}");
     }
 
     #[test]
