@@ -170,7 +170,12 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
         }
     };
-    let body = quote! { #site_static #guarded };
+    // A by-value argument the body consumes is, after the expansion, only borrowed (each
+    // attempt consumes a clone): clippy's `needless_pass_by_value` would then ask the user to
+    // change a signature that is right as written.
+    let allow =
+        (!fresh.bindings.is_empty()).then(|| quote!(#![allow(clippy::needless_pass_by_value)]));
+    let body = quote! { #allow #site_static #guarded };
     match &fresh.sig {
         Some(sig) => item.with_sig_and_body(sig, body),
         None => item.with_body(body),

@@ -21,15 +21,16 @@
 //! from the signature to the per-attempt binding (the fn's type is unchanged: `mut` is part
 //! of the pattern, not of the type).
 
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::{FnArg, Pat, PatType, Signature, Type};
 
 /// One binding of a by-value argument.
 pub(crate) struct Binding {
     ident: Ident,
-    /// Written `mut` by the user: the per-attempt copy is the one the body mutates.
-    mutable: bool,
+    /// The user's `mut`, if written: the per-attempt copy is the one the body mutates. The
+    /// token keeps its span, so rustc's "remove this `mut`" (and `cargo fix`) point at it.
+    mutable: Option<syn::Token![mut]>,
 }
 
 /// The bindings to refresh per attempt, and `sig` with their `mut` moved out of it.
@@ -57,7 +58,7 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
     for pt in by_value(sig.inputs.iter()) {
         collect(&mut pt.pat.clone(), &mut bindings);
     }
-    let changed = bindings.iter().any(|b| b.mutable);
+    let changed = bindings.iter().any(|b| b.mutable.is_some());
     let sig = changed.then(|| {
         let mut out = sig.clone();
         for arg in &mut out.inputs {
@@ -87,12 +88,17 @@ pub(crate) fn shadows(bindings: &[Binding], p: &impl quote::ToTokens) -> TokenSt
         .map(|b| {
             let ident = &b.ident;
             let span = ident.span();
-            let mutability = b.mutable.then(|| quote_spanned!(span=> mut));
+            let mutability = &b.mutable;
             // The bound is checked on the explicit `_`: spanned on the argument, that is
             // where the error points.
             let infer = quote_spanned!(span=> _);
+            // The read of the original is the expansion's, not the user's (at the same
+            // place): lints on the user's code, e.g. clippy's `used_underscore_binding` on
+            // `_unused: String`, must not fire on it.
+            let mut original = ident.clone();
+            original.set_span(Span::call_site().located_at(span));
             quote! {
-                let #mutability #ident = #p::fresh::<#infer>(&#ident);
+                let #mutability #ident = #p::fresh::<#infer>(&#original);
             }
         })
         .collect()
@@ -117,7 +123,7 @@ fn collect(pat: &mut Pat, out: &mut Vec<Binding>) {
             if binds {
                 out.push(Binding {
                     ident: p.ident.clone(),
-                    mutable: p.mutability.take().is_some(),
+                    mutable: p.mutability.take(),
                 });
             }
             if let Some((_, sub)) = &mut p.subpat {
