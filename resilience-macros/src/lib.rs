@@ -7,6 +7,7 @@
 //! the errors when anything is wrong (M3). `defaults` is `#[service_defaults]` (M5).
 
 mod args;
+mod borrow;
 mod defaults;
 mod diag;
 mod expand;

@@ -141,6 +141,14 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         );
     }
     let output = classify_output(&item.sig, ctxt);
+    if let (true, Some((_, result, _))) = (idempotent, &output) {
+        if let Some(span) = crate::borrow::borrow_of_mut_input(&item.sig, result) {
+            ctxt.error(
+                span,
+                "a retried fn cannot return a borrow of its `&mut` input: every attempt borrows it again, and the borrow checker does not let one attempt's borrow leave the retry loop. Return an owned value (e.g. `String`, or a clone), or drop `idempotent` so the operation runs once",
+            );
+        }
+    }
 
     if ctxt.has_errors() {
         return None;
