@@ -56,7 +56,7 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
     // macro's own time is a part of the build cost).
     let mut bindings = Vec::new();
     for pt in by_value(sig.inputs.iter()) {
-        collect(&mut pt.pat.clone(), &mut bindings);
+        collect(&mut pt.pat.clone(), Some(&pt.ty), &mut bindings);
     }
     let changed = bindings.iter().any(|b| b.mutable.is_some());
     let sig = changed.then(|| {
@@ -64,7 +64,7 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
         for arg in &mut out.inputs {
             if let FnArg::Typed(pt) = arg {
                 if !is_reference(&pt.ty) {
-                    collect(&mut pt.pat, &mut Vec::new());
+                    collect(&mut pt.pat, Some(&pt.ty), &mut Vec::new());
                 }
             }
         }
@@ -113,13 +113,25 @@ fn is_reference(ty: &Type) -> bool {
     }
 }
 
-/// The by-value bindings of `pat`, with `mut` removed from them in place.
-fn collect(pat: &mut Pat, out: &mut Vec<Binding>) {
+/// The last segment of a path type: what a unit-struct pattern of it is named.
+fn unit_type(ty: &Type) -> Option<&Ident> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| &s.ident),
+        _ => None,
+    }
+}
+
+/// The by-value bindings of `pat`, with `mut` removed from them in place. `ty` is the
+/// argument's type when `pat` is the whole argument pattern.
+fn collect(pat: &mut Pat, ty: Option<&Type>, out: &mut Vec<Binding>) {
     match pat {
         Pat::Ident(p) => {
-            // An upper-case name in a pattern is, by convention, a unit struct or a const
-            // (e.g. `Unit: Unit`), which binds nothing.
-            let binds = p.by_ref.is_none() && !starts_upper(&p.ident);
+            // An upper-case name in a pattern is, by convention, a unit struct (`Unit: Unit`),
+            // which binds nothing; as a whole argument it is one only if its type has its
+            // name (`Name: String` binds `Name`). A const would be a refutable pattern.
+            let unit = starts_upper(&p.ident)
+                && ty.is_none_or(|t| unit_type(t).is_some_and(|n| *n == p.ident));
+            let binds = p.by_ref.is_none() && !unit;
             if binds {
                 out.push(Binding {
                     ident: p.ident.clone(),
@@ -127,16 +139,19 @@ fn collect(pat: &mut Pat, out: &mut Vec<Binding>) {
                 });
             }
             if let Some((_, sub)) = &mut p.subpat {
-                collect(sub, out);
+                collect(sub, None, out);
             }
         }
-        Pat::Tuple(t) => t.elems.iter_mut().for_each(|p| collect(p, out)),
-        Pat::TupleStruct(t) => t.elems.iter_mut().for_each(|p| collect(p, out)),
-        Pat::Struct(s) => s.fields.iter_mut().for_each(|f| collect(&mut f.pat, out)),
-        Pat::Slice(s) => s.elems.iter_mut().for_each(|p| collect(p, out)),
-        Pat::Paren(p) => collect(&mut p.pat, out),
-        Pat::Reference(r) => collect(&mut r.pat, out),
-        Pat::Type(t) => collect(&mut t.pat, out),
+        Pat::Tuple(t) => t.elems.iter_mut().for_each(|p| collect(p, None, out)),
+        Pat::TupleStruct(t) => t.elems.iter_mut().for_each(|p| collect(p, None, out)),
+        Pat::Struct(s) => s
+            .fields
+            .iter_mut()
+            .for_each(|f| collect(&mut f.pat, None, out)),
+        Pat::Slice(s) => s.elems.iter_mut().for_each(|p| collect(p, None, out)),
+        Pat::Paren(p) => collect(&mut p.pat, ty, out),
+        Pat::Reference(r) => collect(&mut r.pat, None, out),
+        Pat::Type(t) => collect(&mut t.pat, Some(&t.ty), out),
         // `_`, `..`, literals, ranges and paths bind nothing; a macro's bindings are unseen.
         _ => {}
     }

@@ -43,6 +43,17 @@ fn upload_future(body: String) -> impl Future<Output = Result<usize, ApiError>> 
     async move { Ok(body.len()) }
 }
 
+// An upper-case binding is a binding (cloned per attempt); a unit-struct pattern of its own
+// type (`Marker: Marker`) binds nothing, so it need not be `Clone`.
+pub struct Marker;
+
+#[allow(non_snake_case)]
+#[resilience::retry_service_operation(service = "plan_service", idempotent)]
+fn upper(Name: String, Marker: Marker) -> Result<usize, ApiError> {
+    let owned = Name;
+    Ok(owned.len())
+}
+
 pub struct Client;
 
 impl Client {
@@ -59,4 +70,5 @@ fn main() {
     assert_eq!(rt.block_on(upload_async(vec![1])).unwrap(), 1);
     assert_eq!(rt.block_on(upload_future("abc".into())).unwrap(), 3);
     assert_eq!(Client.put("t".into()).unwrap(), "t");
+    assert_eq!(upper("abcd".into(), Marker).unwrap(), 4);
 }
