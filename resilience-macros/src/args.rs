@@ -552,6 +552,11 @@ pub(crate) fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str
     if let Some(s) = synonym.and_then(|s| candidates.iter().find(|c| **c == s)) {
         return Some(s);
     }
+    // An abbreviation (`"expo"`) is too far from its word for the edit distance.
+    let mut prefixed = candidates.iter().filter(|c| c.starts_with(lower.as_str()));
+    if let (Some(only), None, true) = (prefixed.next(), prefixed.next(), lower.len() >= 3) {
+        return Some(only);
+    }
     let (best, dist) = candidates
         .iter()
         .map(|c| (*c, levenshtein(&lower, c)))
@@ -584,5 +589,10 @@ mod tests {
         assert_eq!(closest("idempotnet", &sym::ALL), Some("idempotent"));
         assert_eq!(closest("sevrice", &sym::ALL), Some("service"));
         assert_eq!(closest("colour", &sym::ALL), None);
+        // Abbreviations of one name only.
+        let backoffs = ["exponential", "linear", "fixed", "jitter", "none"];
+        assert_eq!(closest("expo", &backoffs), Some("exponential"));
+        assert_eq!(closest("lin", &backoffs), Some("linear"));
+        assert_eq!(closest("max", &sym::ALL), None, "max_attempts or max_delay");
     }
 }
