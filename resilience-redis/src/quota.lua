@@ -301,7 +301,8 @@ if op == 'acq' then
       top_up()
     end
   end
-  if status == 2 and reason ~= 1 and reason ~= 4 and prio <= 1 then
+  -- Refused for want of quota (spent, recovering, or itself yielding): mark the wait.
+  if status == 2 and (reason == 2 or reason == 3 or reason == 5) and prio <= 1 then
     local f = (prio == 0) and 'yield0' or 'yield1'
     s[f] = math.max(s[f], now + yield_ms)
   end

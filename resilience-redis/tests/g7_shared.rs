@@ -30,6 +30,13 @@ async fn quota(c: RedisQuotaConfig, limit: u64, window: Duration) -> (RedisQuota
     (r, q)
 }
 
+/// Wall-clock time since the epoch, for writing `x-ratelimit-reset` headers.
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+}
+
 fn go(d: QuotaDecision) -> resilience_redis::QuotaGrant {
     match d {
         QuotaDecision::Go(g) => g,
@@ -522,10 +529,7 @@ async fn g7_express_spending_reported_after_an_earlier_reset_counts_in_the_new_w
     // Settle that first grant while its window lasts.
     let _ = a.snapshot().await.expect("snapshot");
     // b reads a reset 1-2 s away (a thinks it is a minute away).
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
+    let unix = unix_now().as_secs();
     let g = go(b.try_acquire(1, Priority::P1).await.expect("acquire"));
     let reset = (unix + 2).to_string();
     let early = Observation::from_headers(
@@ -634,10 +638,7 @@ async fn g7_a_spent_primary_quota_blocks_every_node_until_the_reset_reservations
     let _ = go(b.try_acquire(1, Priority::P1).await.expect("b"));
     let s = b.snapshot().await.expect("snapshot");
     assert!(s.reserved > 0, "b holds a reservation: {s:?}");
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
+    let unix = unix_now().as_secs();
     let reset = (unix + 30).to_string();
     // GitHub's primary limit: 403, remaining 0, the reset in 30 s.
     let spent = Observation::from_headers(
@@ -724,11 +725,7 @@ async fn g7_header_values_out_of_range_are_ignored_not_stored() {
     let Some(srv) = server() else { return };
     let p = prefix("wild");
     let (_r, a) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
-    let unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis()
-        .to_string();
+    let unix_ms = unix_now().as_millis().to_string();
     // A limit past 2^63 (it used to wrap negative: every acquire then too large) and a
     // reset in ms where seconds are meant (the window would never roll).
     let g = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
