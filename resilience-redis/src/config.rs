@@ -99,6 +99,12 @@ pub struct RedisQuotaConfig {
     /// dies, the server holds back this much of its reservation until the window ends and
     /// returns the rest after the lease TTL.
     pub express_allowance: u64,
+    /// The longest a governed call takes from its grant to its response (default 30 s).
+    /// Until a grant is observed or released, and for at least this long, readings of other
+    /// calls do not count its quota as left: the call may still be on its way, and a
+    /// reading of a call that overtook it would otherwise credit its unit. A grant nobody
+    /// settles (dropped, or of a dead process) stops counting after 1 to 1.25 times this.
+    pub call_bound: Duration,
 }
 
 impl RedisQuotaConfig {
@@ -121,6 +127,7 @@ impl RedisQuotaConfig {
             wait: WaitPolicy::default(),
             express: Some(Priority::P0),
             express_allowance: 32,
+            call_bound: Duration::from_secs(30),
         }
     }
 
@@ -184,6 +191,13 @@ impl RedisQuotaConfig {
         self
     }
 
+    /// Sets the longest a governed call takes from grant to response
+    /// ([`call_bound`](Self::call_bound)).
+    pub fn call_bound(mut self, bound: Duration) -> Self {
+        self.call_bound = bound;
+        self
+    }
+
     /// Sets the express lane's priority bound (`None`: every acquire asks Redis) and its
     /// allowance.
     pub fn express(mut self, express: Option<Priority>, allowance: u64) -> Self {
@@ -221,6 +235,9 @@ impl RedisQuotaConfig {
                 "express_allowance",
                 "between 1 and 2^40 while express is on",
             );
+        }
+        if ms(self.call_bound) < 100 || self.call_bound > Duration::from_secs(3_600) {
+            return bad("call_bound", "between 100 ms and 1 h");
         }
         if self.reserve_share_permille > 1000 {
             return bad("reserve_share_permille", "at most 1000");

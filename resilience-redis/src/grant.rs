@@ -14,6 +14,10 @@ pub struct QuotaGrant {
     pub(crate) window: u64,
     pub(crate) reset_at_ms: u64,
     pub(crate) ledger: u64,
+    /// When the server granted it (server ms; 0 for an express or offline grant).
+    pub(crate) granted_ms: u64,
+    /// Units granted before it and still in flight then: its reading may not count them.
+    pub(crate) in_flight: u64,
     pub(crate) from_reserve: bool,
     /// `Some(generation)` for a grant spent from the reservation before the server heard
     /// of it: offline (degraded mode), or through the express lane.

@@ -11,9 +11,9 @@
 //!   service scaled to N replicas): add this crate. Each process keeps its own governor for
 //!   ordering and pacing, and consults [`SharedQuota`] before each call, so the *quota* —
 //!   what is left in the window, the G6 block after a 429, leases and reservations — is one
-//!   state for all of them. It costs one Redis round trip per acquire and about 30 µs of
-//!   Redis CPU per call; the crate's bench (`benches/redis_acquire.rs`) measures 25-30k
-//!   acquires/s from 2 processes on a 2-core loopback machine.
+//!   state for all of them. It costs one Redis round trip per acquire and about 50-60 µs
+//!   of Redis CPU per call; the crate's bench (`benches/redis_acquire.rs`) measures 13-26k
+//!   acquires/s from 2 processes on a shared 2-core loopback machine (`BENCHMARKS.md`).
 //!
 //! It is a separate crate so nothing pulls Redis in by default.
 //!
@@ -35,6 +35,11 @@
 //! - **Reservations.** Each process tops up a reservation — its share of the pool,
 //!   `pool × share / processes` (10% across all processes by default) — that is spent only
 //!   when the pool runs dry, by the express lane, or while Redis is unreachable.
+//! - **Readings.** An observed response's `x-ratelimit-remaining` sets the pool, less
+//!   what the reading may not count yet: calls granted after it, calls granted before it
+//!   that were still in flight when it was granted (it may have overtaken them), and the
+//!   reservations. A grant counts as in flight until it is observed or released, or for
+//!   [`RedisQuotaConfig::call_bound`] (30 s by default) if nobody settles it.
 //! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
 //!   paid from this process's reservation with no round trip, and reported with the next
 //!   call of any kind. Without it a critical call would wait one round trip while a

@@ -58,6 +58,9 @@ pub(crate) struct Local {
     /// The server's grant counter in the newest reply: an express grant's reading is
     /// reconciled from there (an older position only makes the reading count for less).
     pub ledger: u64,
+    /// Units granted and not yet settled at the newest reply: an express grant's reading
+    /// may not count them.
+    pub in_flight: u64,
     /// When a block message from another process was heard and no reply sent since has
     /// said how long the block lasts: the express lane stays shut meanwhile.
     block_heard: Option<Duration>,
@@ -140,6 +143,7 @@ impl Local {
             }
             self.ops = r.ops;
             self.ledger = r.ledger;
+            self.in_flight = r.in_flight;
             self.server_reserved = if r.epoch == 0 { 0 } else { r.reserved };
             self.limit = r.limit;
             self.window_ms = r.window_ms;

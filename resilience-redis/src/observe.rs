@@ -16,6 +16,9 @@ pub(crate) fn args(
 ) -> ObserveArgs {
     let mut a = ObserveArgs {
         ledger: grant.map_or(0, |g| g.ledger),
+        cost: grant.map_or(0, |g| g.cost),
+        granted_ms: grant.map_or(0, |g| g.granted_ms),
+        in_flight: grant.map_or(0, |g| g.in_flight),
         limit: obs.limit().unwrap_or(0),
         remaining: obs.remaining(),
         window,

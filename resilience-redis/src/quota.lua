@@ -7,8 +7,11 @@
 -- 7 window_ms, 8 reserve share (per mille), 9 reserve max, 10 view reset_at, 11 view pool,
 -- 12 view members, 13 offline or express spending to report, 14 local reservation (what
 -- the node still holds, for a rebuild), 15 channel, 16.. per op (acq: cost, priority index,
--- yield ms); last (ARGV[#ARGV]) keep,
--- the node's express allowance (the most its lane may have spent without reporting).
+-- yield ms; rel: cost, window, from reserve, ledger, granted ms; obs: ledger, limit, remaining,
+-- reset, block ms, exhausted, window, reset after, block until, granted ms, in flight);
+-- second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call
+-- bound), last (ARGV[#ARGV]) keep, the node's express allowance (the most its lane may have
+-- spent without reporting).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
 
 local K_Q, K_L, K_E, K_H, K_R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -21,17 +24,18 @@ local v_reset, v_pool, v_members = tonumber(ARGV[10]), tonumber(ARGV[11]), tonum
 local spent_off, local_res = tonumber(ARGV[13]), tonumber(ARGV[14])
 local channel = ARGV[15]
 local keep = tonumber(ARGV[#ARGV])
+local slot_ms = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 3
+local PROTO = 4
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local FIELDS = {'limit', 'window', 'pool', 'reset_at', 'win', 'ledger', 'applied', 'block_until',
   'seq', 'ops', 'reserved', 'held', 'recover_until', 'expect', 'rebuilt', 'starved', 'members',
-  'next_reap', 'proto', 'yield0', 'yield1'}
+  'next_reap', 'proto', 'yield0', 'yield1', 'fl_at', 'fl0', 'fl1', 'fl2', 'fl3', 'fl4'}
 local s = {}
 local raw = redis.call('HMGET', K_Q, unpack(FIELDS))
 for i, f in ipairs(FIELDS) do s[f] = tonumber(raw[i]) end
@@ -52,7 +56,8 @@ if not s.limit then
   s = {limit = a_limit, window = a_window, pool = a_limit, reset_at = 0, win = base,
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
-    proto = PROTO, yield0 = 0, yield1 = 0}
+    proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
+    fl4 = 0}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -67,6 +72,39 @@ for i, f in ipairs(FIELDS) do orig[f] = raw[i] and s[f] end
 s.ops = s.ops + 1
 
 local function d(x) return string.format('%d', x) end
+
+-- Units granted and not yet settled (observed or released), in five slots by grant time
+-- (slot `i` holds slot number i mod 5): a reading must not count them as left, because
+-- their calls may not have reached the API yet. A unit nobody settles (a dropped grant, a
+-- dead process, an express report) drops out after four to five slots: the call bound.
+-- They survive a window's reset: a call granted before it may be counted after it.
+local slot_now = math.floor(now / slot_ms)
+if slot_now > s.fl_at then
+  for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do s['fl' .. (k % 5)] = 0 end
+  s.fl_at = slot_now
+end
+
+local function in_flight()
+  return s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
+end
+
+-- Counts `n` units as granted now (the current slot, even if the server's clock stepped back).
+local function fly(n)
+  local f = 'fl' .. (s.fl_at % 5)
+  s[f] = s[f] + n
+end
+
+-- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out). Returns
+-- whether they were still counted as in flight.
+local function land(n, at)
+  if at <= 0 then return false end
+  local k = math.floor(at / slot_ms)
+  if k > s.fl_at or k <= s.fl_at - 5 then return false end
+  local f = 'fl' .. (k % 5)
+  if s[f] < n then return false end
+  s[f] = s[f] - n
+  return true
+end
 
 local function publish()
   if s.starved == 1 then
@@ -102,6 +140,8 @@ local function settle_report(l)
   local late = math.min(spent_off - cut, keep, s.pool)
   s.pool = s.pool - late
   s.ledger = s.ledger + late
+  -- Their calls may still be on their way; nothing names them to settle them later.
+  fly(cut + late)
 end
 
 -- A lease: epoch, reservation, the window it belongs to, hold (the most its holder may
@@ -246,7 +286,8 @@ local function top_up()
 end
 
 -- Reply: status, reason, wait_ms, epoch, win, ledger, from_reserve, reserved, pool, limit,
--- reset_at, now, members, ops, block_until, fresh, held, reserved total, window.
+-- reset_at, now, members, ops, block_until, fresh, held, reserved total, window, lease
+-- left, in flight (after the op: an acquire's grant included).
 local status, reason, wait, from_res = 0, 0, 0, 0
 
 local function current_lease()
@@ -298,6 +339,7 @@ if op == 'acq' then
     if status == 1 then
       if s.reset_at == 0 then s.reset_at = now + s.window end
       s.ledger = s.ledger + cost
+      fly(cost)
       top_up()
     end
   end
@@ -311,12 +353,15 @@ elseif op == 'renew' then
   top_up()
 elseif op == 'rel' then
   local cost, gwin, gres = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
-  local gled = tonumber(ARGV[19])
+  local gled, gat = tonumber(ARGV[19]), tonumber(ARGV[20])
+  -- The call will not be made: it is no longer in flight, whoever holds the lease now.
+  local landed = land(cost, gat)
   if not current_lease() then
     status = 3
-  elseif gled > 0 and gled <= s.applied then
-    -- A reading taken after this grant is applied: the grant's call was never made, so
-    -- the reading already counts its quota as left. Crediting it again would spend it twice.
+  elseif not landed and gled > 0 and gled <= s.applied then
+    -- A reading of a later grant is applied, and it did not count this one as in flight
+    -- (too old): it already counts its quota as left. Crediting it again would spend it
+    -- twice. (Still in flight, it was subtracted from the reading: credit it.)
     status = 0
   elseif gwin == s.win then
     if gres == 1 then
@@ -331,6 +376,9 @@ elseif op == 'obs' then
   local g_ledger, h_limit, h_rem = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
   local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
+  local g_at, g_flight, g_cost = tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27])
+  -- The response came back: the call has been counted upstream, if it ever will be.
+  land(g_cost, g_at)
   if reset_after > 0 then h_reset = now + reset_after end
   -- Header values past any sane range are ignored, not stored: `%d` would wrap a limit
   -- above 2^63, and a reset read in the wrong unit would keep the window from ever rolling.
@@ -345,9 +393,11 @@ elseif op == 'obs' then
     if h_limit > 0 then s.limit = h_limit end
     if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then s.reset_at = h_reset end
     if h_rem >= 0 then
-      local gl = (g_ledger > 0) and g_ledger or s.ledger
-      -- Calls granted after this one may not be counted in the reading yet.
-      local left = h_rem - (s.ledger - gl) - s.reserved - s.held
+      local gl, flight = g_ledger, g_flight
+      if gl <= 0 then gl, flight = s.ledger, in_flight() end
+      -- Not counted in the reading, maybe: calls granted after this one, and calls granted
+      -- before it that were still in flight when it was granted (it may have overtaken them).
+      local left = h_rem - (s.ledger - gl) - flight - s.reserved - s.held
       if gl >= s.applied then
         s.pool = math.max(0, math.min(left, s.limit))
         s.applied = gl
@@ -397,4 +447,5 @@ if #out > 0 then redis.call('HSET', K_Q, unpack(out)) end
 
 return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
   lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
-  s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0}
+  s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
+  in_flight()}

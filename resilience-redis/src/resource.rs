@@ -134,6 +134,7 @@ impl SharedQuota {
             window: grant.window,
             from_reserve: grant.from_reserve,
             ledger: grant.ledger,
+            granted_ms: grant.granted_ms,
         };
         self.settle(grant.epoch, op).await
     }
@@ -292,6 +293,8 @@ impl SharedQuota {
                 window: r.window,
                 reset_at_ms: r.reset_at_ms,
                 ledger: r.ledger,
+                granted_ms: r.now_ms,
+                in_flight: r.in_flight.saturating_sub(u64::from(cost)),
                 from_reserve: r.from_reserve,
                 offline: None,
                 express: false,
@@ -336,6 +339,9 @@ impl SharedQuota {
             window: l.window,
             reset_at_ms: l.reset_at_ms,
             ledger: if express { l.ledger } else { 0 },
+            granted_ms: 0,
+            // Everything in flight at the newest reply: it holds every grant up to `ledger`.
+            in_flight: if express { l.in_flight } else { 0 },
             from_reserve: true,
             offline: Some(generation),
             express,

@@ -30,6 +30,8 @@ pub(crate) enum Op {
         from_reserve: bool,
         /// The grant's ledger position.
         ledger: u64,
+        /// When it was granted (server ms; 0 if the server did not grant it).
+        granted_ms: u64,
     },
     /// Report a response's headers.
     Observe(ObserveArgs),
@@ -62,6 +64,13 @@ pub(crate) struct ObserveArgs {
     pub exhausted: bool,
     /// The window the grant was made in.
     pub window: u64,
+    /// The grant's cost (0: no grant).
+    pub cost: u32,
+    /// When the server granted it (server ms; 0: no grant, or not granted by the server).
+    pub granted_ms: u64,
+    /// Units granted before it and still in flight when it was granted (its reading may
+    /// not count them).
+    pub in_flight: u64,
 }
 
 /// What the caller knows, sent with every call (used only if Redis lost the state).
@@ -95,6 +104,9 @@ pub(crate) struct Fixed {
     /// How long a P0 or P1 ask refused for want of quota makes lower priorities yield: this
     /// process's poll bound, within which its waiter asks again.
     pub yield_ms: u64,
+    /// Width of one in-flight slot: a quarter of the call bound (a grant nobody settles stops
+    /// counting as in flight after four to five slots).
+    pub slot_ms: u64,
 }
 
 impl Fixed {
@@ -112,6 +124,7 @@ impl Fixed {
             share_permille: 0,
             reserve_max: 0,
             yield_ms: 0,
+            slot_ms: 1,
         }
     }
 }
@@ -156,11 +169,13 @@ pub(crate) struct Reply {
     pub window_ms: u64,
     /// Time the caller's lease has left, on the server's clock.
     pub lease_left_ms: u64,
+    /// Units granted and not yet settled, as of this reply (an acquire's own grant included).
+    pub in_flight: u64,
 }
 
 impl Reply {
     fn from_ints(v: &[i64]) -> Option<Self> {
-        if v.len() < 20 {
+        if v.len() < 21 {
             return None;
         }
         let u = |i: usize| u64::try_from(v[i]).unwrap_or(0);
@@ -185,6 +200,7 @@ impl Reply {
             reserved_total: u(17),
             window_ms: u(18),
             lease_left_ms: u(19),
+            in_flight: u(20),
         })
     }
 }
@@ -234,11 +250,13 @@ pub(crate) async fn call(
             window,
             from_reserve,
             ledger,
+            granted_ms,
         } => {
             inv.arg(cost)
                 .arg(window)
                 .arg(u8::from(from_reserve))
-                .arg(ledger);
+                .arg(ledger)
+                .arg(granted_ms);
         }
         Op::Observe(o) => {
             let remaining = o
@@ -252,15 +270,18 @@ pub(crate) async fn call(
                 .arg(u8::from(o.exhausted))
                 .arg(o.window)
                 .arg(o.reset_after_ms)
-                .arg(o.block_until_ms);
+                .arg(o.block_until_ms)
+                .arg(o.granted_ms)
+                .arg(o.in_flight)
+                .arg(o.cost);
         }
         Op::Block { ms } => {
             inv.arg(ms);
         }
         Op::Renew | Op::Leave | Op::Snapshot => {}
     }
-    // Last, whatever the op: the script reads it as `ARGV[#ARGV]`.
-    inv.arg(fixed.keep);
+    // Last, whatever the op: the script reads them as `ARGV[#ARGV - 1]` and `ARGV[#ARGV]`.
+    inv.arg(fixed.slot_ms).arg(fixed.keep);
     let ints: Vec<i64> = inv.invoke_async(conn).await?;
     Ok(Reply::from_ints(&ints))
 }
@@ -274,11 +295,15 @@ mod tests {
         let f = Fixed::new("app", "core");
         assert!(f.keys.iter().all(|k| k.starts_with("{app:core}:")));
         assert_eq!(f.channel, "app:ev:core");
-        let mut v = vec![1_i64; 20];
+        let mut v = vec![1_i64; 21];
         v[2] = -5;
-        let r = Reply::from_ints(&v).expect("20 fields");
-        assert_eq!((r.status, r.wait_ms, r.from_reserve), (GO, 0, true));
-        assert!(Reply::from_ints(&v[..19]).is_none());
+        v[20] = 7;
+        let r = Reply::from_ints(&v).expect("21 fields");
+        assert_eq!(
+            (r.status, r.wait_ms, r.from_reserve, r.in_flight),
+            (GO, 0, true, 7)
+        );
+        assert!(Reply::from_ints(&v[..20]).is_none());
         assert_eq!(script().get_hash().len(), 40);
     }
 }

@@ -234,7 +234,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
         .await
         .expect("this build's own state"));
     let key = format!("{{{p}:core}}:q");
-    for (stamp, why) in [("2", "builds differ"), ("0", "older build")] {
+    for (stamp, why) in [("3", "builds differ"), ("0", "older build")] {
         let set = srv.cmd(&format!("HSET {key} proto {stamp}"));
         assert!(set.is_some(), "redis answered the HSET");
         let e = q.try_acquire(1, Priority::P1).await.unwrap_err();
@@ -244,7 +244,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
             "protocol mismatch",
             key.as_str(),
             &format!("holds protocol {stamp} state"),
-            "this build speaks 3",
+            "this build speaks 4",
             why,
             "another prefix",
         ] {
@@ -749,8 +749,9 @@ async fn g7_a_grant_returned_after_a_later_reading_is_not_credited_twice() {
         a.observe(Some(second), &reading).await.expect("observe"),
         Settled::Applied
     );
-    assert_eq!(a.snapshot().await.expect("snapshot").pool, 99);
-    // The first call is given up: the reading already counts its unit as left.
+    // The first is still in flight, so the reading does not count its unit as left.
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 98);
+    // The first call is given up: its unit is credited once, back to what is left upstream.
     assert_eq!(a.release(first).await.expect("release"), Settled::Applied);
     let s = a.snapshot().await.expect("snapshot");
     assert_eq!(s.pool, 99, "99 are left upstream, not 100: {s:?}");
@@ -758,4 +759,69 @@ async fn g7_a_grant_returned_after_a_later_reading_is_not_credited_twice() {
     let third = go(a.try_acquire(1, Priority::P1).await.expect("3"));
     assert_eq!(a.release(third).await.expect("release"), Settled::Applied);
     assert_eq!(a.snapshot().await.expect("snapshot").pool, 99);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reading_that_overtook_an_earlier_call_does_not_credit_its_unit() {
+    let Some(srv) = server() else { return };
+    let p = prefix("overtook");
+    let (_r, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let (_rb, b) = quota(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    // a's call is granted first but is slow; b's, granted after it, reaches the API first
+    // and reads 99 left: a's unit is not counted upstream yet.
+    let slow = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    let fast = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "99")]);
+    assert_eq!(
+        b.observe(Some(fast), &reading).await.expect("observe"),
+        Settled::Applied
+    );
+    let s = b.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 98, "a's call is on its way: 98 left, not 99: {s:?}");
+    // Its own response settles it: readings of calls granted later count it as spent.
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "98")]);
+    assert_eq!(
+        a.observe(Some(slow), &reading).await.expect("observe"),
+        Settled::Applied
+    );
+    let next = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "97")]);
+    b.observe(Some(next), &reading).await.expect("observe");
+    assert_eq!(b.snapshot().await.expect("snapshot").pool, 97);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_grant_nobody_settles_stops_counting_as_in_flight_after_the_call_bound() {
+    let Some(srv) = server() else { return };
+    let p = prefix("bound");
+    let c = cfg(&srv.url, &p, "a")
+        .reserve_share_permille(0)
+        .call_bound(MS(800));
+    let (_r, a) = quota(c, 100, MS(60_000)).await;
+    // Neither observed nor released in time (a call stuck before it was sent, say).
+    let dropped = go(a.try_acquire(1, Priority::P1).await.expect("dropped"));
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("1"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "99")]);
+    a.observe(Some(g), &reading).await.expect("observe");
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 98);
+    // Past 1.25 × the bound, a call granted then would have been counted upstream if made:
+    // the reading is taken as it is.
+    tokio::time::sleep(MS(1_050)).await;
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("2"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "97")]);
+    a.observe(Some(g), &reading).await.expect("observe");
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 97);
+    // Returned that late, it is not credited: the reading already counted it as left.
+    assert_eq!(a.release(dropped).await.expect("release"), Settled::Applied);
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 97);
 }
