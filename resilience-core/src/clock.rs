@@ -165,6 +165,67 @@ impl Clock for MonotonicClock {
     }
 }
 
+/// A monotonic clock that keeps counting while the host is suspended: `CLOCK_BOOTTIME` on
+/// Linux (elsewhere the same as [`MonotonicClock::now`]), `SystemTime` for `unix_time`.
+///
+/// `CLOCK_MONOTONIC` stops during a suspend, so a deadline measured on it ("the lease ends
+/// 2 min after the last renewal") would still look open to a laptop or VM resumed an hour
+/// later. Use this clock where a deadline bounds what a process may do on its own (the
+/// Redis quota's offline spending); the hot paths keep [`MonotonicClock`], whose coarse
+/// reading is cheaper.
+///
+/// ```
+/// use resilience_core::clock::{BootClock, Clock};
+/// let c = BootClock::new();
+/// assert!(c.now() < std::time::Duration::from_secs(1));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct BootClock {
+    origin: Origin,
+}
+
+impl BootClock {
+    /// A clock whose origin is the moment of this call.
+    pub fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            Self {
+                origin: os_now(rustix::time::ClockId::Boottime),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Self {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for BootClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for BootClock {
+    #[cfg(target_os = "linux")]
+    #[inline]
+    fn now(&self) -> Duration {
+        os_now(rustix::time::ClockId::Boottime).saturating_sub(self.origin)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[inline]
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn unix_time(&self) -> Duration {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+    }
+}
+
 /// A clock that moves only when told to. Clones share one timeline.
 ///
 /// `unix_time` is `unix_origin + now`, so header arithmetic stays consistent with `now`.
@@ -276,6 +337,29 @@ mod tests {
         );
         #[cfg(target_os = "linux")]
         assert!(c.coarse_lag() > Duration::ZERO);
+        assert!(c.unix_time() > Duration::from_secs(1_700_000_000));
+    }
+
+    /// It reads the boot timeline, which `/proc/uptime` also reads (both count suspended
+    /// time); a CI host that never suspends cannot tell it from `CLOCK_MONOTONIC`.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn boot_clock_moves_forward_on_the_timeline_of_proc_uptime() {
+        let c = BootClock::new();
+        let t1 = c.now();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(c.now() >= t1 + Duration::from_millis(20));
+        let boot = os_now(rustix::time::ClockId::Boottime);
+        let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+            .expect("/proc/uptime")
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("uptime seconds");
+        assert!(
+            (boot.as_secs_f64() - uptime).abs() < 1.0,
+            "{boot:?} vs {uptime} s"
+        );
         assert!(c.unix_time() > Duration::from_secs(1_700_000_000));
     }
 }

@@ -71,7 +71,8 @@
 //!   ([`RedisQuotaError::Unavailable`]) until Redis is back.
 //! - Mid-run, with [`OnLoss::Degraded`] (the default): the process spends its reservation —
 //!   quota that Redis set aside for it alone, so nobody else can have been granted it — until
-//!   its lease would have expired (measured on its own monotonic clock from when the last
+//!   its lease would have expired (measured on its own boot clock, which keeps counting
+//!   through a suspend ([`BootClock`](resilience_core::clock::BootClock)), from when the last
 //!   renewal was *sent*, less a margin) or the window ends; then it refuses. It logs the
 //!   outage once. A background task reconnects; before any other call uses the new
 //!   connection, it rejoins every resource and reports what it spent offline.

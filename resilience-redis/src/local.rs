@@ -1,5 +1,5 @@
 //! This process's view of one shared resource: its lease and epoch, what it may spend
-//! offline, and the deadlines (on this host's monotonic clock) that keep offline spending
+//! offline, and the deadlines (on this host's boot clock, suspend included) that keep offline spending
 //! safe. Pure logic, no I/O.
 //!
 //! Conservative by construction: a deadline derived from a reply starts at the moment the

@@ -10,7 +10,7 @@ use crate::resource::SharedQuota;
 use crate::script::{self, Fixed, Op, Reply};
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
-use resilience_core::clock::{Clock, MonotonicClock};
+use resilience_core::clock::{BootClock, Clock};
 use resilience_core::sleep::{AsyncSleeper, TokioSleeper};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,7 +79,8 @@ impl RedisQuota {
     pub async fn connect(config: RedisQuotaConfig) -> Result<Self, RedisQuotaError> {
         Self::connect_with(
             config,
-            Arc::new(MonotonicClock::new()),
+            // Counts a host's suspend: the offline deadlines must not outlive the lease.
+            Arc::new(BootClock::new()),
             Arc::new(TokioSleeper),
         )
         .await
