@@ -234,17 +234,32 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
         .await
         .expect("this build's own state"));
     let key = format!("{{{p}:core}}:q");
-    for (stamp, why) in [("3", "builds differ"), ("0", "older build")] {
-        let set = srv.cmd(&format!("HSET {key} proto {stamp}"));
-        assert!(set.is_some(), "redis answered the HSET");
+    // Another build's MessagePack state, then a hash as builds up to protocol 4 kept it.
+    let restamp = format!(
+        "EVAL \"local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) s.proto = 6 \
+         redis.call('SET', KEYS[1], cmsgpack.pack(s))\" 1 {key}"
+    );
+    let cases = [
+        (vec![restamp], "protocol 6", "builds differ"),
+        (
+            vec![format!("DEL {key}"), format!("HSET {key} proto 4")],
+            "protocol 4 or older",
+            "older build",
+        ),
+    ];
+    for (cmds, held, why) in cases {
+        for c in &cmds {
+            let answer = srv.cmd(c).unwrap_or_default();
+            assert!(!answer.starts_with('-'), "{c}: {answer}");
+        }
         let e = q.try_acquire(1, Priority::P1).await.unwrap_err();
         let text = e.to_string();
         assert!(matches!(e, RedisQuotaError::Server { .. }), "{e:?}");
         for part in [
             "protocol mismatch",
             key.as_str(),
-            &format!("holds protocol {stamp} state"),
-            "this build speaks 4",
+            &format!("holds {held} state"),
+            "this build speaks 5",
             why,
             "another prefix",
         ] {
