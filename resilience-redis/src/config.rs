@@ -104,6 +104,8 @@ pub struct RedisQuotaConfig {
     /// calls do not count its quota as left: the call may still be on its way, and a
     /// reading of a call that overtook it would otherwise credit its unit. A grant nobody
     /// settles (dropped, or of a dead process) stops counting after 1 to 1.25 times this.
+    /// The resource's first user sets it for every process (later users' values are not
+    /// read), so processes configured differently still count alike.
     pub call_bound: Duration,
 }
 

@@ -18,6 +18,8 @@ pub struct QuotaGrant {
     pub(crate) granted_ms: u64,
     /// Units granted before it and still in flight then: its reading may not count them.
     pub(crate) in_flight: u64,
+    /// The server's in-flight slot it was counted in.
+    pub(crate) slot: u64,
     pub(crate) from_reserve: bool,
     /// `Some(generation)` for a grant spent from the reservation before the server heard
     /// of it: offline (degraded mode), or through the express lane.

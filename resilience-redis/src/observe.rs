@@ -19,6 +19,7 @@ pub(crate) fn args(
         cost: grant.map_or(0, |g| g.cost),
         granted_ms: grant.map_or(0, |g| g.granted_ms),
         in_flight: grant.map_or(0, |g| g.in_flight),
+        slot: grant.map_or(0, |g| g.slot),
         limit: obs.limit().unwrap_or(0),
         remaining: obs.remaining(),
         window,

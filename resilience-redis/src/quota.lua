@@ -7,10 +7,11 @@
 -- 7 window_ms, 8 reserve share (per mille), 9 reserve max, 10 view reset_at, 11 view pool,
 -- 12 view members, 13 offline or express spending to report, 14 local reservation (what
 -- the node still holds, for a rebuild), 15 channel, 16.. per op (acq: cost, priority index,
--- yield ms; rel: cost, window, from reserve, ledger, granted ms; obs: ledger, limit, remaining,
--- reset, block ms, exhausted, window, reset after, block until, granted ms, in flight);
+-- yield ms; rel: cost, window, from reserve, ledger, granted ms, slot; obs: ledger, limit,
+-- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
+-- flight, cost, slot);
 -- second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call
--- bound), last (ARGV[#ARGV]) keep, the node's express allowance (the most its lane may have
+-- bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express allowance (the most its lane may have
 -- spent without reporting).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
 
@@ -24,7 +25,7 @@ local v_reset, v_pool, v_members = tonumber(ARGV[10]), tonumber(ARGV[11]), tonum
 local spent_off, local_res = tonumber(ARGV[13]), tonumber(ARGV[14])
 local channel = ARGV[15]
 local keep = tonumber(ARGV[#ARGV])
-local slot_ms = tonumber(ARGV[#ARGV - 1])
+local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
@@ -65,7 +66,7 @@ if not s.limit then
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
-    fl4 = 0}
+    fl4 = 0, slot_ms = math.max(1, a_slot), born = now}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -84,6 +85,10 @@ local function d(x) return string.format('%d', x) end
 -- their calls may not have reached the API yet. A unit nobody settles (a dropped grant, a
 -- dead process, an express report) drops out after four to five slots: the call bound.
 -- They survive a window's reset: a call granted before it may be counted after it.
+-- The slot width is the state's (its first user's call bound), so processes configured
+-- differently still number slots alike; a grant records its slot number, so a server clock
+-- stepped back cannot make it settle another slot's units.
+local slot_ms = s.slot_ms
 local slot_now = math.floor(now / slot_ms)
 if slot_now > s.fl_at then
   for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do s['fl' .. (k % 5)] = 0 end
@@ -100,11 +105,11 @@ local function fly(n)
   s[f] = s[f] + n
 end
 
--- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out). Returns
--- whether they were still counted as in flight.
-local function land(n, at)
-  if at <= 0 then return false end
-  local k = math.floor(at / slot_ms)
+-- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out) into slot
+-- `k`. Returns whether they were still counted as in flight. A grant of a state Redis has
+-- since lost (made before this one was born) settles nothing: its units are not here.
+local function land(n, at, k)
+  if at <= 0 or at < s.born then return false end
   if k > s.fl_at or k <= s.fl_at - 5 then return false end
   local f = 'fl' .. (k % 5)
   if s[f] < n then return false end
@@ -251,6 +256,10 @@ local function join()
         -- express spending, can reach us first. Up to `keep` stays out of the pool.
         s.held = s.held - h
         s.pool = s.pool + math.max(0, h - spent_off - keep)
+        -- What it spent offline leaves the held share: granted, and maybe still in flight.
+        local spent = math.min(h, spent_off)
+        s.ledger = s.ledger + spent
+        fly(spent)
         redis.call('HDEL', K_H, hk)
         publish()
       elseif s.rebuilt == s.win and v_reset == s.reset_at
@@ -293,7 +302,7 @@ end
 
 -- Reply: status, reason, wait_ms, epoch, win, ledger, from_reserve, reserved, pool, limit,
 -- reset_at, now, members, ops, block_until, fresh, held, reserved total, window, lease
--- left, in flight (after the op: an acquire's grant included).
+-- left, in flight (after the op: an acquire's grant included), the in-flight slot number.
 local status, reason, wait, from_res = 0, 0, 0, 0
 
 local function current_lease()
@@ -359,9 +368,9 @@ elseif op == 'renew' then
   top_up()
 elseif op == 'rel' then
   local cost, gwin, gres = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
-  local gled, gat = tonumber(ARGV[19]), tonumber(ARGV[20])
+  local gled, gat, gslot = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
   -- The call will not be made: it is no longer in flight, whoever holds the lease now.
-  local landed = land(cost, gat)
+  local landed = land(cost, gat, gslot)
   if not current_lease() then
     status = 3
   elseif not landed and gled > 0 and gled <= s.applied then
@@ -383,8 +392,9 @@ elseif op == 'obs' then
   local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
   local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
   local g_at, g_flight, g_cost = tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27])
+  local g_slot = tonumber(ARGV[28])
   -- The response came back: the call has been counted upstream, if it ever will be.
-  land(g_cost, g_at)
+  land(g_cost, g_at, g_slot)
   if reset_after > 0 then h_reset = now + reset_after end
   -- Header values past any sane range are ignored, not stored: `%d` would wrap a limit
   -- above 2^63, and a reset read in the wrong unit would keep the window from ever rolling.
@@ -446,4 +456,4 @@ redis.call('SET', K_Q, cmsgpack.pack(s))
 return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
   lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
   s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
-  in_flight()}
+  in_flight(), s.fl_at}

@@ -155,7 +155,7 @@ impl RedisQuota {
                     fixed.share_permille = cfg.reserve_share_permille;
                     fixed.reserve_max = cfg.reserve_max;
                     fixed.yield_ms = ms(cfg.wait.poll);
-                    fixed.slot_ms = (ms(cfg.call_bound) / 4).max(1);
+                    fixed.slot_ms = ms(cfg.call_bound).div_ceil(4).max(1);
                     let r = Arc::new(ResState {
                         name: name.into(),
                         fixed,

@@ -135,6 +135,7 @@ impl SharedQuota {
             from_reserve: grant.from_reserve,
             ledger: grant.ledger,
             granted_ms: grant.granted_ms,
+            slot: grant.slot,
         };
         self.settle(grant.epoch, op).await
     }
@@ -295,6 +296,7 @@ impl SharedQuota {
                 ledger: r.ledger,
                 granted_ms: r.now_ms,
                 in_flight: r.in_flight.saturating_sub(u64::from(cost)),
+                slot: r.slot,
                 from_reserve: r.from_reserve,
                 offline: None,
                 express: false,
@@ -342,6 +344,7 @@ impl SharedQuota {
             granted_ms: 0,
             // Everything in flight at the newest reply: it holds every grant up to `ledger`.
             in_flight: if express { l.in_flight } else { 0 },
+            slot: 0,
             from_reserve: true,
             offline: Some(generation),
             express,

@@ -32,6 +32,8 @@ pub(crate) enum Op {
         ledger: u64,
         /// When it was granted (server ms; 0 if the server did not grant it).
         granted_ms: u64,
+        /// The in-flight slot it was counted in.
+        slot: u64,
     },
     /// Report a response's headers.
     Observe(ObserveArgs),
@@ -71,6 +73,8 @@ pub(crate) struct ObserveArgs {
     /// Units granted before it and still in flight when it was granted (its reading may
     /// not count them).
     pub in_flight: u64,
+    /// The in-flight slot it was counted in.
+    pub slot: u64,
 }
 
 /// What the caller knows, sent with every call (used only if Redis lost the state).
@@ -171,11 +175,13 @@ pub(crate) struct Reply {
     pub lease_left_ms: u64,
     /// Units granted and not yet settled, as of this reply (an acquire's own grant included).
     pub in_flight: u64,
+    /// The in-flight slot an acquire's grant was counted in.
+    pub slot: u64,
 }
 
 impl Reply {
     fn from_ints(v: &[i64]) -> Option<Self> {
-        if v.len() < 21 {
+        if v.len() < 22 {
             return None;
         }
         let u = |i: usize| u64::try_from(v[i]).unwrap_or(0);
@@ -201,6 +207,7 @@ impl Reply {
             window_ms: u(18),
             lease_left_ms: u(19),
             in_flight: u(20),
+            slot: u(21),
         })
     }
 }
@@ -251,12 +258,14 @@ pub(crate) async fn call(
             from_reserve,
             ledger,
             granted_ms,
+            slot,
         } => {
             inv.arg(cost)
                 .arg(window)
                 .arg(u8::from(from_reserve))
                 .arg(ledger)
-                .arg(granted_ms);
+                .arg(granted_ms)
+                .arg(slot);
         }
         Op::Observe(o) => {
             let remaining = o
@@ -273,7 +282,8 @@ pub(crate) async fn call(
                 .arg(o.block_until_ms)
                 .arg(o.granted_ms)
                 .arg(o.in_flight)
-                .arg(o.cost);
+                .arg(o.cost)
+                .arg(o.slot);
         }
         Op::Block { ms } => {
             inv.arg(ms);
@@ -295,15 +305,16 @@ mod tests {
         let f = Fixed::new("app", "core");
         assert!(f.keys.iter().all(|k| k.starts_with("{app:core}:")));
         assert_eq!(f.channel, "app:ev:core");
-        let mut v = vec![1_i64; 21];
+        let mut v = vec![1_i64; 22];
         v[2] = -5;
         v[20] = 7;
-        let r = Reply::from_ints(&v).expect("21 fields");
+        v[21] = 9;
+        let r = Reply::from_ints(&v).expect("22 fields");
         assert_eq!(
-            (r.status, r.wait_ms, r.from_reserve, r.in_flight),
-            (GO, 0, true, 7)
+            (r.status, r.wait_ms, r.from_reserve, r.in_flight, r.slot),
+            (GO, 0, true, 7, 9)
         );
-        assert!(Reply::from_ints(&v[..20]).is_none());
+        assert!(Reply::from_ints(&v[..21]).is_none());
         assert_eq!(script().get_hash().len(), 40);
     }
 }

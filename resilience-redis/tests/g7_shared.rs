@@ -816,6 +816,71 @@ async fn g7_a_reading_that_overtook_an_earlier_call_does_not_credit_its_unit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_processes_configured_with_other_call_bounds_count_in_flight_alike() {
+    let Some(srv) = server() else { return };
+    let p = prefix("bounds");
+    // a creates the state with the default bound (30 s); b is configured with 100 ms.
+    let (_r, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let b_cfg = cfg(&srv.url, &p, "b")
+        .reserve_share_permille(0)
+        .call_bound(MS(100));
+    let (_rb, b) = quota(b_cfg, 100, MS(60_000)).await;
+    let slow = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    // Longer than 1.25 × b's bound, well within a's.
+    tokio::time::sleep(MS(200)).await;
+    let fast = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "99")]);
+    b.observe(Some(fast), &reading).await.expect("observe");
+    let s = b.snapshot().await.expect("snapshot");
+    assert_eq!(
+        s.pool, 98,
+        "b's bound must not drop a's call from the count: {s:?}"
+    );
+    // a's grant still settles where it was counted: its release is credited.
+    assert_eq!(a.release(slow).await.expect("release"), Settled::Applied);
+    assert_eq!(b.snapshot().await.expect("snapshot").pool, 99);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_grant_of_a_state_redis_lost_settles_nothing_of_the_rebuilt_one() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return eprintln!("skipped: needs a redis-server this test can kill");
+    }
+    let c = cfg(&srv.url, &prefix("born"), "a")
+        .reserve_share_permille(0)
+        .on_loss(OnLoss::FailClosed);
+    let (_r, q) = quota(c, 100, MS(60_000)).await;
+    let old = go(q.try_acquire(1, Priority::P1).await.expect("old"));
+    // Redis comes back without its data: the state is rebuilt from this process's view.
+    srv.kill();
+    srv.restart();
+    let t = Instant::now();
+    let new = loop {
+        match q.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) => break g,
+            Ok(QuotaDecision::Wait(w)) => tokio::time::sleep(w.delay.min(MS(50))).await,
+            Err(RedisQuotaError::Unavailable { .. }) => tokio::time::sleep(MS(50)).await,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+    };
+    // The old grant's release must not settle `new`'s unit (same slot, by time).
+    assert_eq!(q.release(old).await.expect("release"), Settled::Fenced);
+    let probe = go(q.try_acquire(1, Priority::P1).await.expect("probe"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "50")]);
+    q.observe(Some(probe), &reading).await.expect("observe");
+    let s = q.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 49, "`new` is still on its way: {s:?}");
+    drop(new);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_a_grant_nobody_settles_stops_counting_as_in_flight_after_the_call_bound() {
     let Some(srv) = server() else { return };
     let p = prefix("bound");
