@@ -881,6 +881,62 @@ async fn g7_a_grant_of_a_state_redis_lost_settles_nothing_of_the_rebuilt_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_offline_spending_reported_on_rejoin_counts_as_in_flight() {
+    let Some(srv) = server() else { return };
+    let p = prefix("rejoin");
+    let proxy = Proxy::start(&srv.url).await;
+    // a reaches Redis through the proxy, b directly.
+    let a_cfg = cfg(&proxy.url, &p, "a")
+        .reserve_share_permille(500)
+        .lease_ttl(MS(400));
+    let (ra, a) = quota(a_cfg, 100, MS(60_000)).await;
+    let (_rb, b) = quota(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let anchor = go(b.try_acquire(1, Priority::P1).await.expect("anchor"));
+    b.release(anchor).await.expect("release");
+    proxy.cut();
+    // Cut off, a spends 3 of its reservation offline.
+    let mut offline = Vec::new();
+    let t = Instant::now();
+    while offline.len() < 3 {
+        match a.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) if g.is_offline() => offline.push(g),
+            Ok(QuotaDecision::Go(_)) => {} // sent before the cut took
+            other => panic!("{other:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "never went offline");
+    }
+    // Its lease expires and b's calls reap it: its reservation is held.
+    let t = Instant::now();
+    loop {
+        tokio::time::sleep(MS(100)).await;
+        let s = b.snapshot().await.expect("snapshot");
+        if s.members == 1 && s.held > 0 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "never reaped: {s:?}");
+    }
+    proxy.restore();
+    let t = Instant::now();
+    while ra.link_state() != LinkState::Connected || b.snapshot().await.expect("s").members < 2 {
+        tokio::time::sleep(MS(50)).await;
+        assert!(t.elapsed() < Duration::from_secs(5), "a never rejoined");
+    }
+    // a's 3 offline calls may still be on their way: a reading of b's call, made after
+    // them, must not count them as left.
+    let probe = go(b.try_acquire(1, Priority::P1).await.expect("probe"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "90")]);
+    b.observe(Some(probe), &reading).await.expect("observe");
+    let s = b.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 90 - 3 - s.reserved_total - s.held, "{s:?}");
+    drop(offline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_a_grant_nobody_settles_stops_counting_as_in_flight_after_the_call_bound() {
     let Some(srv) = server() else { return };
     let p = prefix("bound");
