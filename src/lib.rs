@@ -153,7 +153,10 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// argument and naming its type: "an argument of a retried fn is taken by value, but `Payload`
 /// is not `Clone`", with the fixes: take it by reference, make its type `Clone`, or drop
 /// `idempotent`. (The message names the type, not the argument: one shared check compiles
-/// about 5× faster than one per argument.)
+/// about 5× faster than one per argument.) An argument that holds a `&mut` by value
+/// (`Option<&mut T>`, `(String, &mut Vec<u8>)`) can never be cloned; that error names the
+/// argument and points at its `&mut`: take it as `&mut Option<&mut T>` and reborrow with
+/// `.as_deref_mut()`, or drop `idempotent`.
 ///
 /// The cost is one clone per by-value argument per attempt, including the first: nothing for
 /// `Copy` types, a copy of the data for an owned `String` or `Vec`. Take `&str` or `&[T]` to

@@ -1,3 +1,5 @@
+//! `&mut` inputs of a retried fn.
+//!
 //! M1: a retried fn that returns a borrow of a `&mut` input (`&mut self` returning
 //! `Result<&str, E>`) cannot compile: each attempt re-borrows the input, and rustc's borrow
 //! checker does not let one attempt's borrow leave the retry loop (the loop's other path
@@ -144,6 +146,53 @@ pub(crate) fn borrow_of_mut_input(sig: &Signature, result: &Type) -> Option<Span
     from_mut.then_some(elided)
 }
 
+/// M4: a by-value argument whose type holds a `&mut` inside a type that is `Clone` only if
+/// its parts are (`Option<&mut T>`, `(&mut A, B)`, `Vec<&mut T>`, ...) can never be cloned
+/// for each attempt. Returns the argument's name and its `&mut`'s span, so the error names
+/// the argument (rustc's own says only "`&mut T: Clone` is not satisfied").
+pub(crate) fn mut_inside_by_value_arg(sig: &Signature) -> Option<(String, Span)> {
+    sig.inputs.iter().find_map(|input| match input {
+        FnArg::Typed(pt) if !matches!(&*pt.ty, Type::Reference(_)) => {
+            let span = mut_inside(&pt.ty)?;
+            let name = match &*pt.pat {
+                syn::Pat::Ident(p) => format!("`{}`", p.ident),
+                _ => "this argument".to_owned(),
+            };
+            Some((name, span))
+        }
+        _ => None,
+    })
+}
+
+fn mut_inside(ty: &Type) -> Option<Span> {
+    match ty {
+        Type::Reference(r) if r.mutability.is_some() => Some(r.and_token.span),
+        Type::Tuple(t) => t.elems.iter().find_map(mut_inside),
+        Type::Array(a) => mut_inside(&a.elem),
+        Type::Paren(p) => mut_inside(&p.elem),
+        Type::Group(g) => mut_inside(&g.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            // Only wrappers whose `Clone` needs their parts' (not `Rc`, `Arc`, which clone
+            // any `T`, nor a user's type, which may clone without it).
+            let last = p.path.segments.last()?;
+            let wrapper = ["Option", "Result", "Vec", "VecDeque", "Box"]
+                .iter()
+                .any(|w| last.ident == w);
+            let PathArguments::AngleBracketed(a) = &last.arguments else {
+                return None;
+            };
+            if !wrapper {
+                return None;
+            }
+            a.args.iter().find_map(|arg| match arg {
+                GenericArgument::Type(t) => mut_inside(t),
+                _ => None,
+            })
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +200,32 @@ mod tests {
 
     fn check(sig: Signature, result: Type) -> bool {
         borrow_of_mut_input(&sig, &result).is_some()
+    }
+
+    #[test]
+    fn m4_a_mut_inside_a_by_value_argument_is_found_and_others_are_not() {
+        let found = |sig: Signature| mut_inside_by_value_arg(&sig).map(|(name, _)| name);
+        assert_eq!(
+            found(parse_quote!(fn f(c: Option<&mut u32>) -> R)),
+            Some("`c`".into())
+        );
+        assert_eq!(
+            found(parse_quote!(fn f(a: u8, (x, y): (u8, Vec<&mut u8>)) -> R)),
+            Some("this argument".into())
+        );
+        assert_eq!(
+            found(parse_quote!(fn f(b: std::boxed::Box<[&mut u8; 2]>) -> R)),
+            Some("`b`".into())
+        );
+        // By reference, cloneable around a `&mut`, a user's type, or no `&mut` at all.
+        for sig in [
+            parse_quote!(fn f(c: &mut Option<&mut u32>) -> R),
+            parse_quote!(fn f(c: std::rc::Rc<&mut u32>) -> R),
+            parse_quote!(fn f(c: Handle<&mut u32>) -> R),
+            parse_quote!(fn f(c: Option<&u32>, v: Vec<String>) -> R),
+        ] {
+            assert_eq!(found(sig), None);
+        }
     }
 
     #[test]
