@@ -30,6 +30,17 @@ async fn quota(c: RedisQuotaConfig, limit: u64, window: Duration) -> (RedisQuota
     (r, q)
 }
 
+/// A node with no reservation on a 100-unit, one-minute resource: every grant comes from the
+/// pool, so a test can follow the pool unit by unit.
+async fn unreserved(url: &str, prefix: &str, node: &str) -> (RedisQuota, SharedQuota) {
+    quota(
+        cfg(url, prefix, node).reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await
+}
+
 /// Wall-clock time since the epoch, for writing `x-ratelimit-reset` headers.
 fn unix_now() -> Duration {
     std::time::SystemTime::now()
@@ -187,12 +198,7 @@ async fn g7_observed_headers_lower_the_shared_pool_and_leave_returns_the_reserva
     assert_eq!((s.pool, s.reserved_total, s.members), (100, 0, 0), "{s:?}");
     // A node without a reservation reads the headers: the pool becomes what the API says
     // is left (less grants still in flight and reservations: none here).
-    let (_rb, b) = quota(
-        cfg(&srv.url, &p, "b").reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await;
+    let (_rb, b) = unreserved(&srv.url, &p, "b").await;
     let g = go(b.try_acquire(1, Priority::P1).await.expect("acquire"));
     let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "10")]);
     assert_eq!(
@@ -750,12 +756,7 @@ async fn g7_g6_a_block_met_while_redis_was_lost_reaches_every_node_on_rejoin() {
 async fn g7_a_grant_returned_after_a_later_reading_is_not_credited_twice() {
     let Some(srv) = server() else { return };
     let p = prefix("twice");
-    let (_r, a) = quota(
-        cfg(&srv.url, &p, "a").reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await;
+    let (_r, a) = unreserved(&srv.url, &p, "a").await;
     let first = go(a.try_acquire(1, Priority::P1).await.expect("1"));
     let second = go(a.try_acquire(1, Priority::P1).await.expect("2"));
     // Only the second call is made; the API counts it: 99 left.
@@ -780,18 +781,8 @@ async fn g7_a_grant_returned_after_a_later_reading_is_not_credited_twice() {
 async fn g7_a_reading_that_overtook_an_earlier_call_does_not_credit_its_unit() {
     let Some(srv) = server() else { return };
     let p = prefix("overtook");
-    let (_r, a) = quota(
-        cfg(&srv.url, &p, "a").reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await;
-    let (_rb, b) = quota(
-        cfg(&srv.url, &p, "b").reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await;
+    let (_r, a) = unreserved(&srv.url, &p, "a").await;
+    let (_rb, b) = unreserved(&srv.url, &p, "b").await;
     // a's call is granted first but is slow; b's, granted after it, reaches the API first
     // and reads 99 left: a's unit is not counted upstream yet.
     let slow = go(a.try_acquire(1, Priority::P1).await.expect("a"));
@@ -820,12 +811,7 @@ async fn g7_processes_configured_with_other_call_bounds_count_in_flight_alike() 
     let Some(srv) = server() else { return };
     let p = prefix("bounds");
     // a creates the state with the default bound (30 s); b is configured with 100 ms.
-    let (_r, a) = quota(
-        cfg(&srv.url, &p, "a").reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await;
+    let (_r, a) = unreserved(&srv.url, &p, "a").await;
     let b_cfg = cfg(&srv.url, &p, "b")
         .reserve_share_permille(0)
         .call_bound(MS(100));
@@ -890,12 +876,7 @@ async fn g7_offline_spending_reported_on_rejoin_counts_as_in_flight() {
         .reserve_share_permille(500)
         .lease_ttl(MS(400));
     let (ra, a) = quota(a_cfg, 100, MS(60_000)).await;
-    let (_rb, b) = quota(
-        cfg(&srv.url, &p, "b").reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await;
+    let (_rb, b) = unreserved(&srv.url, &p, "b").await;
     let anchor = go(b.try_acquire(1, Priority::P1).await.expect("anchor"));
     b.release(anchor).await.expect("release");
     proxy.cut();
