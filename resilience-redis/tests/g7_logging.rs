@@ -4,38 +4,11 @@
 
 mod common;
 
+use common::node::{cfg, go, quota, MS};
 use common::server::{prefix, server};
 use resilience_core::governor::Priority;
-use resilience_redis::{
-    LinkState, QuotaDecision, QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota,
-};
+use resilience_redis::LinkState;
 use std::time::{Duration, Instant};
-
-const MS: fn(u64) -> Duration = Duration::from_millis;
-
-fn cfg(url: &str, prefix: &str, node: &str) -> RedisQuotaConfig {
-    RedisQuotaConfig::new(url)
-        .prefix(prefix)
-        .node(node)
-        .timeouts(MS(500), MS(300))
-        .reconnect_every(MS(100))
-}
-
-async fn quota(c: RedisQuotaConfig, limit: u64, window: Duration) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(c).await.expect("connect");
-    let q = r
-        .resource("core", QuotaSpec::new(limit, window))
-        .await
-        .expect("resource");
-    (r, q)
-}
-
-fn go(d: QuotaDecision) -> resilience_redis::QuotaGrant {
-    match d {
-        QuotaDecision::Go(g) => g,
-        QuotaDecision::Wait(w) => panic!("expected a grant, got {w:?}"),
-    }
-}
 
 /// Collects formatted log lines.
 #[derive(Clone, Default)]

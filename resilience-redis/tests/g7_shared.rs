@@ -2,57 +2,21 @@
 
 mod common;
 
+use common::node::{cfg, go, quota, unreserved, MS};
 use common::proxy::Proxy;
 use common::server::{prefix, server};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
-    LinkState, OnLoss, QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig,
-    RedisQuotaError, Settled, SharedQuota, WaitPolicy,
+    LinkState, OnLoss, QuotaDecision, QuotaWaitReason, RedisQuota, RedisQuotaError, Settled,
+    SharedQuota, WaitPolicy,
 };
 use std::time::{Duration, Instant};
-
-const MS: fn(u64) -> Duration = Duration::from_millis;
-
-fn cfg(url: &str, prefix: &str, node: &str) -> RedisQuotaConfig {
-    RedisQuotaConfig::new(url)
-        .prefix(prefix)
-        .node(node)
-        .timeouts(MS(500), MS(300))
-        .reconnect_every(MS(100))
-}
-
-async fn quota(c: RedisQuotaConfig, limit: u64, window: Duration) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(c).await.expect("connect");
-    let q = r
-        .resource("core", QuotaSpec::new(limit, window))
-        .await
-        .expect("resource");
-    (r, q)
-}
-
-/// A node with no reservation on a 100-unit, one-minute resource: every grant comes from the
-/// pool, so a test can follow the pool unit by unit.
-async fn unreserved(url: &str, prefix: &str, node: &str) -> (RedisQuota, SharedQuota) {
-    quota(
-        cfg(url, prefix, node).reserve_share_permille(0),
-        100,
-        MS(60_000),
-    )
-    .await
-}
 
 /// Wall-clock time since the epoch, for writing `x-ratelimit-reset` headers.
 fn unix_now() -> Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
-}
-
-fn go(d: QuotaDecision) -> resilience_redis::QuotaGrant {
-    match d {
-        QuotaDecision::Go(g) => g,
-        QuotaDecision::Wait(w) => panic!("expected a grant, got {w:?}"),
-    }
 }
 
 #[tokio::test]

@@ -1,0 +1,49 @@
+//! Nodes for the in-process G7 tests: a config with short timeouts, a joined resource, and
+//! the grant out of a decision.
+
+#![allow(dead_code)]
+
+use resilience_redis::{
+    QuotaDecision, QuotaGrant, QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota,
+};
+use std::time::Duration;
+
+pub const MS: fn(u64) -> Duration = Duration::from_millis;
+
+/// `node` on `url` under `prefix`, with timeouts short enough for an outage test.
+pub fn cfg(url: &str, prefix: &str, node: &str) -> RedisQuotaConfig {
+    RedisQuotaConfig::new(url)
+        .prefix(prefix)
+        .node(node)
+        .timeouts(MS(500), MS(300))
+        .reconnect_every(MS(100))
+}
+
+/// Connects and joins the resource `core`.
+pub async fn quota(c: RedisQuotaConfig, limit: u64, window: Duration) -> (RedisQuota, SharedQuota) {
+    let r = RedisQuota::connect(c).await.expect("connect");
+    let q = r
+        .resource("core", QuotaSpec::new(limit, window))
+        .await
+        .expect("resource");
+    (r, q)
+}
+
+/// A node with no reservation on a 100-unit, one-minute resource: every grant comes from the
+/// pool, so a test can follow the pool unit by unit.
+pub async fn unreserved(url: &str, prefix: &str, node: &str) -> (RedisQuota, SharedQuota) {
+    quota(
+        cfg(url, prefix, node).reserve_share_permille(0),
+        100,
+        Duration::from_secs(60),
+    )
+    .await
+}
+
+/// The grant of a decision that must be one.
+pub fn go(d: QuotaDecision) -> QuotaGrant {
+    match d {
+        QuotaDecision::Go(g) => g,
+        QuotaDecision::Wait(w) => panic!("expected a grant, got {w:?}"),
+    }
+}
