@@ -148,20 +148,23 @@ pub(crate) fn borrow_of_mut_input(sig: &Signature, result: &Type) -> Option<Span
 
 /// M4: a by-value argument whose type holds a `&mut` inside a type that is `Clone` only if
 /// its parts are (`Option<&mut T>`, `(&mut A, B)`, `Vec<&mut T>`, ...) can never be cloned
-/// for each attempt. Returns the argument's name and its `&mut`'s span, so the error names
-/// the argument (rustc's own says only "`&mut T: Clone` is not satisfied").
-pub(crate) fn mut_inside_by_value_arg(sig: &Signature) -> Option<(String, Span)> {
-    sig.inputs.iter().find_map(|input| match input {
-        FnArg::Typed(pt) if !matches!(&*pt.ty, Type::Reference(_)) => {
-            let span = mut_inside(&pt.ty)?;
-            let name = match &*pt.pat {
-                syn::Pat::Ident(p) => format!("`{}`", p.ident),
-                _ => "this argument".to_owned(),
-            };
-            Some((name, span))
-        }
-        _ => None,
-    })
+/// for each attempt. Returns each such argument's name and its `&mut`'s span, so the error
+/// names the argument (rustc's own says only "`&mut T: Clone` is not satisfied").
+pub(crate) fn mut_inside_by_value_args(sig: &Signature) -> Vec<(String, Span)> {
+    sig.inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(pt) if !matches!(&*pt.ty, Type::Reference(_)) => {
+                let span = mut_inside(&pt.ty)?;
+                let name = match &*pt.pat {
+                    syn::Pat::Ident(p) => format!("`{}`", p.ident),
+                    _ => "this argument".to_owned(),
+                };
+                Some((name, span))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn mut_inside(ty: &Type) -> Option<Span> {
@@ -204,18 +207,20 @@ mod tests {
 
     #[test]
     fn m4_a_mut_inside_a_by_value_argument_is_found_and_others_are_not() {
-        let found = |sig: Signature| mut_inside_by_value_arg(&sig).map(|(name, _)| name);
-        assert_eq!(
-            found(parse_quote!(fn f(c: Option<&mut u32>) -> R)),
-            Some("`c`".into())
-        );
+        let found = |sig: Signature| {
+            mut_inside_by_value_args(&sig)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(found(parse_quote!(fn f(c: Option<&mut u32>) -> R)), ["`c`"]);
         assert_eq!(
             found(parse_quote!(fn f(a: u8, (x, y): (u8, Vec<&mut u8>)) -> R)),
-            Some("this argument".into())
+            ["this argument"]
         );
         assert_eq!(
-            found(parse_quote!(fn f(b: std::boxed::Box<[&mut u8; 2]>) -> R)),
-            Some("`b`".into())
+            found(parse_quote!(fn f(b: std::boxed::Box<[&mut u8; 2]>, c: Result<&mut u8, E>) -> R)),
+            ["`b`", "`c`"]
         );
         // By reference, cloneable around a `&mut`, a user's type, or no `&mut` at all.
         for sig in [
@@ -224,7 +229,7 @@ mod tests {
             parse_quote!(fn f(c: Handle<&mut u32>) -> R),
             parse_quote!(fn f(c: Option<&u32>, v: Vec<String>) -> R),
         ] {
-            assert_eq!(found(sig), None);
+            assert!(found(sig).is_empty());
         }
     }
 

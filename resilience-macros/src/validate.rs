@@ -392,7 +392,7 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
                 );
             }
         }
-        if let Some((name, span)) = crate::borrow::mut_inside_by_value_arg(sig) {
+        for (name, span) in crate::borrow::mut_inside_by_value_args(sig) {
             ctxt.error(
                 span,
                 format!("argument {name} of a retried fn is taken by value and holds a `&mut`, which cannot be copied: each attempt needs its own copy of the argument. Take it by reference (e.g. `&mut Option<&mut T>`, reborrowed in the body with `.as_deref_mut()`), or drop `idempotent` so the fn runs once and may consume it"),

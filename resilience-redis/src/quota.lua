@@ -1,7 +1,8 @@
 -- resilience-redis: one atomic step of the shared quota (G7). Called by hash (EVALSHA).
 --
--- KEYS (one hash tag, so one cluster slot): 1 state (a MessagePack string), 2 leases hash, 3 lease expiry zset,
--- 4 held hash (reservations of expired degraded leases), 5 rejoined set (rebuild only).
+-- KEYS (one hash tag, so one cluster slot): 1 state (a MessagePack string), 2 leases hash,
+-- 3 lease expiry zset, 4 held hash (reservations of expired degraded leases), 5 rejoined set
+-- (rebuild only).
 -- ARGV: 1 op, 2 node, 3 epoch, 4 ttl_ms, 5 hold (the most of its reservation the node may
 -- spend before reporting it: all in degraded mode, the express allowance, or 0), 6 limit,
 -- 7 window_ms, 8 reserve share (per mille), 9 reserve max, 10 view reset_at, 11 view pool,
@@ -11,8 +12,8 @@
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
 -- flight, cost, slot);
 -- second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call
--- bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express allowance (the most its lane may have
--- spent without reporting).
+-- bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express allowance
+-- (the most its lane may have spent without reporting).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
 
 local K_Q, K_L, K_E, K_H, K_R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -105,8 +106,8 @@ local function fly(n)
   s[f] = s[f] + n
 end
 
--- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out) into slot
--- `k`. Returns whether they were still counted as in flight. A grant of a state Redis has
+-- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out) and counted
+-- in slot `k`. Returns whether they were still counted as in flight. A grant of a state Redis has
 -- since lost (made before this one was born) settles nothing: its units are not here.
 local function land(n, at, k)
   if at <= 0 or at < s.born then return false end
