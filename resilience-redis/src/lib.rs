@@ -11,9 +11,10 @@
 //!   service scaled to N replicas): add this crate. Each process keeps its own governor for
 //!   ordering and pacing, and consults [`SharedQuota`] before each call, so the *quota* —
 //!   what is left in the window, the G6 block after a 429, leases and reservations — is one
-//!   state for all of them. It costs one Redis round trip per acquire and about 35-45 µs
-//!   of Redis CPU per call; the crate's bench (`benches/redis_acquire.rs`) measures 19-22k
-//!   acquires/s from 2 processes on a shared 2-core loopback machine (`BENCHMARKS.md`).
+//!   state for all of them. It costs one Redis round trip per acquire and about 18 µs
+//!   of Redis CPU per call on an idle machine; the crate's bench (`benches/redis_acquire.rs`)
+//!   measures about 47k acquires/s from 2 processes on an idle 2-core loopback machine, and
+//!   19-22k with that machine loaded (`BENCHMARKS.md`).
 //!
 //! It is a separate crate so nothing pulls Redis in by default.
 //!
