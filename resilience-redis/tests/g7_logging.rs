@@ -5,7 +5,7 @@
 mod common;
 
 use common::node::{cfg, go, quota, MS};
-use common::server::{prefix, server};
+use common::server::{prefix, server, skip};
 use resilience_core::governor::Priority;
 use resilience_redis::LinkState;
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ impl Logs {
 async fn g7_an_outage_is_logged_once_with_the_safe_url_and_so_is_the_rejoin() {
     let Some(mut srv) = server() else { return };
     if !srv.owned() {
-        return eprintln!("skipped: needs a redis-server this test can kill");
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
     }
     let logs = Logs::default();
     let writer = logs.clone();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::server::{prefix, server};
+use common::server::{prefix, server, skip};
 use common::worker::{lines, run_if_worker, Job};
 use resilience_core::governor::Priority;
 use resilience_redis::{OnLoss, QuotaSpec, RedisQuota, RedisQuotaConfig};
@@ -103,7 +103,7 @@ fn g7_processes_never_exceed_the_quota_of_any_window() {
 fn g7_outage_processes_degrade_recover_and_overspend_nothing() {
     let Some(mut srv) = server() else { return };
     if !srv.owned() {
-        return eprintln!("skipped: needs a redis-server this test can kill");
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
     }
     let p = prefix("outage");
     // One 30 s window for the whole run, so every grant (before, during and after the

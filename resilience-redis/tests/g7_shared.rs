@@ -4,7 +4,7 @@ mod common;
 
 use common::node::{cfg, go, quota, unreserved, MS};
 use common::proxy::Proxy;
-use common::server::{prefix, server};
+use common::server::{prefix, server, skip};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
     LinkState, OnLoss, QuotaDecision, QuotaWaitReason, RedisQuota, RedisQuotaError, Settled,
@@ -242,7 +242,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
 async fn g7_fail_closed_refuses_while_redis_is_down_and_rejoins_when_it_returns() {
     let Some(mut srv) = server() else { return };
     if !srv.owned() {
-        return eprintln!("skipped: needs a redis-server this test can kill");
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
     }
     let c = cfg(&srv.url, &prefix("closed"), "a").on_loss(OnLoss::FailClosed);
     let (r, q) = quota(c, 100, MS(60_000)).await;
@@ -270,7 +270,7 @@ async fn g7_fail_closed_refuses_while_redis_is_down_and_rejoins_when_it_returns(
 async fn g7_degraded_spends_exactly_its_reservation_while_redis_is_down() {
     let Some(mut srv) = server() else { return };
     if !srv.owned() {
-        return eprintln!("skipped: needs a redis-server this test can kill");
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
     }
     let c = cfg(&srv.url, &prefix("degr"), "a").reserve_share_permille(200);
     let (r, q) = quota(c, 100, MS(60_000)).await;
@@ -683,7 +683,7 @@ async fn g7_header_values_out_of_range_are_ignored_not_stored() {
 async fn g7_g6_a_block_met_while_redis_was_lost_reaches_every_node_on_rejoin() {
     let Some(mut srv) = server() else { return };
     if !srv.owned() {
-        return eprintln!("skipped: needs a redis-server this test can kill");
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
     }
     let p = prefix("replay");
     let (ra, a) = quota(cfg(&srv.url, &p, "a"), 100, MS(60_000)).await;
@@ -800,7 +800,7 @@ async fn g7_processes_configured_with_other_call_bounds_count_in_flight_alike() 
 async fn g7_a_grant_of_a_state_redis_lost_settles_nothing_of_the_rebuilt_one() {
     let Some(mut srv) = server() else { return };
     if !srv.owned() {
-        return eprintln!("skipped: needs a redis-server this test can kill");
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
     }
     let c = cfg(&srv.url, &prefix("born"), "a")
         .reserve_share_permille(0)
