@@ -25,7 +25,7 @@ pub struct WaitPolicy {
     /// G6: after a block, each priority asks again at a uniform draw in its window past the
     /// block's end: P0 `[0, 0.5 s)`, P1 `[0.5, 3.5 s)`, P2 `[3.5, 9.5 s)`.
     pub windows: [(Duration, Duration); 3],
-    /// Longest sleep between two asks while waiting for quota (jittered to ×[0.5, 1.0]):
+    /// Longest sleep between two asks while waiting for quota (jittered to ×[0.5, 1)):
     /// the bound on how late a waiter can be if a pub/sub message is lost.
     pub poll: Duration,
     /// On a pub/sub wake-up (quota returned), a waiter of priority `p` waits a uniform draw
@@ -80,7 +80,7 @@ pub struct RedisQuotaConfig {
     pub connect_timeout: Duration,
     /// Timeout of one script call; past it, Redis counts as lost.
     pub io_timeout: Duration,
-    /// Delay between two reconnection attempts while Redis is lost (jittered ×[0.5, 1.5]).
+    /// Delay between two reconnection attempts while Redis is lost (jittered ×[0.5, 1.5)).
     pub reconnect_every: Duration,
     /// Waiting behaviour.
     pub wait: WaitPolicy,

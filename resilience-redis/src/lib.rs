@@ -29,8 +29,9 @@
 //!
 //! - **Leases and epochs.** A process joins a resource with a lease (default TTL 2 min, the
 //!   G5 default) renewed by every call and by a background heartbeat. Each lease has a fresh
-//!   epoch. A lease that expires is reaped by the next call of any process; its epoch is
-//!   fenced: a grant made under it can no longer be released (credited) or observed (its
+//!   epoch. A lease that expires is reaped by a later call of any process (at most 16
+//!   expired leases per call, at most every 50 ms); once reaped, its epoch is fenced: a
+//!   grant made under it can no longer be released (credited) or observed (its
 //!   headers could describe quota that is no longer its holder's), and the paused process
 //!   that comes back gets a new lease, with nothing of the old one.
 //! - **Reservations.** Each process tops up a reservation — its share of the pool,

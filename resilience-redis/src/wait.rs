@@ -14,7 +14,7 @@ pub(crate) struct Plan {
 
 /// G6: after a block, the block's end plus a uniform draw in the priority's window (so the
 /// waiters of every process come back in priority order, spread out). While the quota is
-/// spent, at most the poll bound × [0.5, 1.0) (a lost pub/sub message costs at most that),
+/// spent, at most the poll bound × [0.5, 1) (a lost pub/sub message costs at most that),
 /// cut short by a wake-up.
 pub(crate) fn plan(wait: &QuotaWait, priority: Priority, policy: &WaitPolicy) -> Plan {
     match wait.reason {

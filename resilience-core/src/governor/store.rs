@@ -2,10 +2,15 @@
 //!
 //! Every pattern's state for a resource (quota estimate, reservations and leases, breaker,
 //! cascade log, block, pacing logs, the line of waiters) sits behind this trait, and each
-//! operation is one call: a Redis backend implements each method as one atomic script (one
-//! round trip per acquire), the in-process [`InProcessStore`](super::InProcessStore) as one
-//! short critical section. Times are the governor's [`Clock`](crate::clock::Clock) readings;
-//! a shared backend may substitute its own server time.
+//! operation is one call: the in-process [`InProcessStore`](super::InProcessStore) makes each
+//! one short critical section. Times are the governor's [`Clock`](crate::clock::Clock)
+//! readings.
+//!
+//! The only implementation is the in-process one. The `resilience-redis` crate does not
+//! implement this trait: each process keeps its own governor (and store), and consults a
+//! quota shared through Redis before each call, which holds the primary quota, the G6 block,
+//! leases and reservations; the breaker, the cascade log and the pacing rules stay per
+//! process.
 
 use super::config::ResourceConfig;
 use super::decision::{AgentId, Decision, Grant, ResourceId, Ticket};

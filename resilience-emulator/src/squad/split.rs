@@ -4,14 +4,12 @@
 //!
 //! The shared quota (in Redis) covers the primary quota and the G6 block; the secondary
 //! limits (points per minute, content creation, concurrency) are paced by each process's own
-//! governor, so each gets a share of those budgets proportional to its agents' demand, and
+//! governor, so each gets a share of those budgets proportional to its number of agents, and
 //! together they never pace past the real limit.
 
-use super::workload::{AgentScript, Call, Workload};
-use crate::limits::Limits;
-use crate::request::Kind;
+use super::workload::Workload;
 use resilience_core::clock::Clock;
-use resilience_core::governor::{Measure, ResourceConfig, Selector};
+use resilience_core::governor::ResourceConfig;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The agents of part `k` of `n` (round robin in workload order, so the builders spread
@@ -33,60 +31,31 @@ pub fn part(workload: &Workload, k: usize, n: usize) -> Option<Workload> {
     })
 }
 
-fn calls(w: &Workload) -> impl Iterator<Item = &Call> {
-    w.agents
-        .iter()
-        .flat_map(|a: &AgentScript| &a.tasks)
-        .flat_map(|t| &t.steps)
-        .flat_map(|s| &s.calls)
-}
-
-/// What `selector` and `measure` add up over every call of `w`.
-fn demand(w: &Workload, limits: &Limits, selector: Selector, measure: Measure) -> u64 {
-    calls(w)
-        .filter(|c| match selector {
-            Selector::All => true,
-            Selector::Writes => c.kind != Kind::Read,
-            Selector::Creates => c.kind == Kind::ContentCreating,
-        })
-        .map(|c| match (measure, c.kind) {
-            (Measure::Points, Kind::Read) => u64::from(limits.read_points),
-            (Measure::Points, _) => u64::from(limits.write_points),
-            _ => 1,
-        })
-        .sum()
-}
-
 fn scale(units: u32, share: f64) -> u32 {
     ((f64::from(units) * share).floor() as u32).max(1)
 }
 
 /// `base` with every window rule's limit (and its P0 headroom and smoothing burst) and the
-/// concurrency cap cut to `part`'s share of `whole`'s demand for what the rule counts, so
-/// the processes' governors together stay within the real limits. A rule `part` has no
-/// demand for keeps one unit.
+/// concurrency cap cut to `part`'s share of `whole`'s agents, so the processes' governors
+/// together stay within the real limits. The share is by agent count, which a deployment
+/// knows, not by the workload's demand, which it does not. A part keeps at least one unit
+/// of each rule.
 pub fn config_for_part(
     whole: &Workload,
     part: &Workload,
-    limits: &Limits,
     mut base: ResourceConfig,
 ) -> ResourceConfig {
-    let share = |sel, measure| {
-        let all = demand(whole, limits, sel, measure);
-        if all == 0 {
-            1.0
-        } else {
-            demand(part, limits, sel, measure) as f64 / all as f64
-        }
+    let s = if whole.agents.is_empty() {
+        1.0
+    } else {
+        part.agents.len() as f64 / whole.agents.len() as f64
     };
     for rule in &mut base.pacing.windows {
-        let s = share(rule.selector, rule.measure);
         rule.limit = scale(rule.limit, s);
         rule.p0_headroom = (f64::from(rule.p0_headroom) * s).floor() as u32;
         rule.p0_headroom = rule.p0_headroom.min(rule.limit.saturating_sub(1));
         rule.smooth_burst = rule.smooth_burst.map(|b| scale(b, s).min(rule.limit));
     }
-    let s = share(Selector::All, Measure::Requests);
     base.pacing.max_concurrent = base.pacing.max_concurrent.map(|c| scale(c, s));
     base
 }
@@ -164,10 +133,10 @@ mod tests {
 
     #[test]
     fn g7_g8_part_budgets_add_up_to_no_more_than_the_whole() {
-        let (w, limits, n) = (incident(7), Limits::github(), 3);
+        let (w, n) = (incident(7), 3);
         let base = ResourceConfig::github();
         let parts: Vec<ResourceConfig> = (0..n)
-            .map(|k| config_for_part(&w, &part(&w, k, n).expect("k < n"), &limits, base.clone()))
+            .map(|k| config_for_part(&w, &part(&w, k, n).expect("k < n"), base.clone()))
             .collect();
         for (i, rule) in base.pacing.windows.iter().enumerate() {
             let sum: u32 = parts.iter().map(|c| c.pacing.windows[i].limit).sum();
@@ -180,7 +149,7 @@ mod tests {
                 assert!(r.p0_headroom < r.limit, "{}", r.name);
             }
         }
-        let whole = config_for_part(&w, &w, &limits, base.clone());
+        let whole = config_for_part(&w, &w, base.clone());
         assert_eq!(
             whole.pacing.windows, base.pacing.windows,
             "one part is the whole"
