@@ -32,7 +32,17 @@ struct Report {
     unavailable: u64,
     errors: Vec<String>,
     /// Every grant as (ms since its worker started, cost, offline).
-    grants: Vec<(u64, u64, bool)>,
+    grants: Grants,
+}
+
+/// Hundreds of grants: failure messages print how many, not each one.
+#[derive(Default)]
+struct Grants(Vec<(u64, u64, bool)>);
+
+impl std::fmt::Debug for Grants {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} grants", self.0.len())
+    }
 }
 
 fn collect(children: Vec<Child>, outs: Vec<Receiver<String>>) -> Report {
@@ -55,7 +65,7 @@ fn collect(children: Vec<Child>, outs: Vec<Receiver<String>>) -> Report {
                         r.online += cost;
                     }
                     let t_ms = rest.get(1).and_then(|t| t.parse().ok()).unwrap_or(0);
-                    r.grants.push((t_ms, cost, *offline == "1"));
+                    r.grants.0.push((t_ms, cost, *offline == "1"));
                 }
                 ["UNAVAILABLE", n] => r.unavailable += n.parse::<u64>().unwrap(),
                 ["ERROR", ..] | ["CONNECT_ERROR", ..] => r.errors.push(line.clone()),
@@ -134,7 +144,7 @@ fn g7_outage_processes_degrade_recover_and_overspend_nothing() {
     let r = collect(children, outs);
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let sum = |f: &dyn Fn(&(u64, u64, bool)) -> bool| -> u64 {
-        r.grants.iter().filter(|g| f(g)).map(|g| g.1).sum()
+        r.grants.0.iter().filter(|g| f(g)).map(|g| g.1).sum()
     };
     let online_after = sum(&|&(t, _, off)| !off && t > ms(back));
     eprintln!(

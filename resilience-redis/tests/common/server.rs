@@ -84,18 +84,24 @@ pub fn prefix(test: &str) -> String {
 
 impl RedisServer {
     fn start() -> Self {
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("resilience-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut s = Self {
-            child: None,
-            port,
-            url: format!("redis://127.0.0.1:{port}"),
-            dir: Some(dir),
-        };
-        s.restart();
-        s
+        // The port is free when chosen, but another process may take it before the server
+        // binds it: then the server exits, and a new port is tried.
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = std::env::temp_dir()
+                .join(format!("resilience-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let mut s = Self {
+                child: None,
+                port,
+                url: format!("redis://127.0.0.1:{port}"),
+                dir: Some(dir),
+            };
+            if s.launch() {
+                return s;
+            }
+        }
+        panic!("redis-server exited at start on 5 free ports in a row");
     }
 
     /// Whether this test owns the server (and so may kill it).
@@ -105,6 +111,16 @@ impl RedisServer {
 
     /// (Re)starts the server on the same port, empty.
     pub fn restart(&mut self) {
+        assert!(
+            self.launch(),
+            "redis-server exited at restart: port {} was taken meanwhile",
+            self.port
+        );
+    }
+
+    /// Starts the server on `self.port`; whether it answers. `false` if it exited first
+    /// (its port taken): the server answering then is another one, told apart by its pid.
+    fn launch(&mut self) -> bool {
         let dir = self.dir.clone().expect("an owned server");
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
@@ -115,15 +131,24 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("start redis-server");
+        let ours = format!("process_id:{}\r\n", child.id());
         self.child = Some(child);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
-            if self.cmd("PING").is_some_and(|r| r.starts_with("+PONG")) {
-                return;
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited {
+                self.child = None;
+                return false;
+            }
+            if self.cmd("INFO server").is_some_and(|r| r.contains(&ours)) {
+                return true;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("redis-server did not answer PING on port {}", self.port);
+        panic!("redis-server did not answer on port {}", self.port);
     }
 
     /// Kills the server (SIGKILL: no goodbye, data lost).
