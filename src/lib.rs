@@ -107,7 +107,7 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// | `idempotent` | running the operation twice has the same effect as once: it may be retried |
 /// | `not_idempotent` | says explicitly that the operation is a write (the default: it runs once) |
 /// | `operation = "name"` | the name in events and logs; defaults to the fn's name |
-/// | `total_timeout = secs` | wall-clock cap on the whole call, from the first attempt (default 300) |
+/// | `total_timeout = secs` | wall-clock cap on the whole call, from the first attempt (default 300): no backoff sleep or new attempt past it, and an async attempt still running then is cancelled (a sync one cannot be interrupted); bounds a fn without `idempotent` too |
 /// | `max_attempts = n` | attempts including the first (≥ 1) |
 /// | `backoff = "…"` | `"exponential"`, `"linear"`, `"fixed"`, `"jitter"` or `"none"` |
 /// | `base_delay = secs`, `max_delay = secs` | the backoff's base and cap |

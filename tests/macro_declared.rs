@@ -242,7 +242,9 @@ fn m2_operation_defaults_to_the_fn_name_and_writes_are_not_idempotent() {
     let seen = only_call();
     assert_eq!(seen.operation, "plans.apply");
     assert!(!seen.idempotent);
-    // total_timeout bounds a single attempt too, so it is allowed without `idempotent`.
+    // total_timeout bounds a write's one attempt too (an async one is cancelled at the deadline:
+    // `r7_m2_the_attributes_total_timeout_cancels_a_write_still_running_at_the_deadline`), so it
+    // is allowed without `idempotent`.
     assert_eq!(seen.declared.total_timeout, Some(2.5));
 }
 

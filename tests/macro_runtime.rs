@@ -192,6 +192,34 @@ async fn r7_the_attribute_cancels_an_attempt_still_running_at_the_deadline() {
     assert_eq!(HANGS.count(), 1, "no attempt after the deadline");
 }
 
+static HANGING_WRITES: Attempts = Attempts::new();
+
+#[retry_service_operation(service = "rt_deadline_write", total_timeout = 0.05)]
+async fn hanging_write() -> Result<u32, ApiError> {
+    HANGING_WRITES.next();
+    tokio::time::sleep(std::time::Duration::from_secs(3_600)).await;
+    Ok(1)
+}
+
+// A write runs once, and its `total_timeout` bounds that one attempt.
+#[tokio::test(start_paused = true)]
+async fn r7_m2_the_attributes_total_timeout_cancels_a_write_still_running_at_the_deadline() {
+    let started = tokio::time::Instant::now();
+    let out = hanging_write().await;
+    assert!(
+        matches!(
+            out,
+            Err(ApiError::Refused(ResilienceError::TotalTimeout {
+                attempts: 1,
+                ..
+            }))
+        ),
+        "{out:?}"
+    );
+    assert_eq!(started.elapsed(), std::time::Duration::from_millis(50));
+    assert_eq!(HANGING_WRITES.count(), 1);
+}
+
 /// Collects formatted `tracing` output.
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);

@@ -181,6 +181,57 @@ async fn r7_in_flight_async_attempt_is_cancelled_at_the_deadline() {
     );
 }
 
+/// A call that makes one attempt (a write, through `run_once_async` or `run_async`) is
+/// bounded by its total timeout too: its attempt is cancelled at the deadline.
+#[tokio::test]
+async fn r7_an_async_call_that_runs_once_is_cancelled_at_its_deadline() {
+    for once in [true, false] {
+        let h = harness(exp_policy(5));
+        let started = AtomicU32::new(0);
+        let hang = || {
+            started.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<Result<(), TestError>>()
+        };
+        let call = h.guard.call("apply").total_timeout(secs(20.0));
+        let call = async {
+            if once {
+                call.run_once_async(hang()).await
+            } else {
+                call.run_async(hang).await
+            }
+        };
+        let time_passes = async {
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            h.sleeper.advance(secs(19.0));
+            tokio::task::yield_now().await;
+            h.sleeper.advance(secs(1.0));
+        };
+        // Not `join!`: an attempt nothing cancels would hang the test instead of failing it.
+        let settled = async {
+            time_passes.await;
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+        };
+        let out = tokio::select! {
+            biased;
+            out = call => out,
+            () = settled => panic!("once: {once}: the attempt outlived its deadline"),
+        };
+        match out {
+            Err(TestError::Framework(ResilienceError::TotalTimeout {
+                attempts, elapsed, ..
+            })) => {
+                assert_eq!((attempts, elapsed), (1, secs(20.0)), "once: {once}");
+            }
+            other => panic!("once: {once}: expected TotalTimeout, got {other:?}"),
+        }
+        assert_eq!(started.load(Ordering::SeqCst), 1, "once: {once}");
+    }
+}
+
 #[tokio::test]
 async fn r7_async_deadline_stops_scheduling_sleeps() {
     let h = harness(exp_policy(10));

@@ -71,8 +71,8 @@ pin_project_lite::pin_project! {
         // Dropped in this order: the attempt, its deadline timer, then the permit.
         #[pin]
         attempt: Option<F>,
-        // The deadline timer while the attempt runs (armed once it waits, and only if the
-        // call may retry), the backoff sleep after it failed.
+        // The deadline timer while the attempt runs (armed once it waits, unless the call
+        // is nested), the backoff sleep after it failed.
         wait: Option<SleepFuture>,
         permit: Option<BreakerPermit<'a>>,
         driver: &'s mut AsyncLoop<'a, C>,

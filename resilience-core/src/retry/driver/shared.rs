@@ -60,6 +60,14 @@ impl<'a, C> LoopState<'a, C> {
         self.no_retry.is_none()
     }
 
+    /// Whether this call's own total deadline applies (R7): to every call but a nested one,
+    /// which its outer call's deadline bounds. A call that makes one attempt (not
+    /// idempotent, or a one-attempt policy) is bounded too.
+    #[inline]
+    pub(super) fn bounded(&self) -> bool {
+        !matches!(self.no_retry, Some(NoRetry::Nested))
+    }
+
     #[inline]
     pub(super) fn acquire(&self) -> Result<Option<BreakerPermit<'a>>, ResilienceError> {
         match &self.guard.breaker {
