@@ -48,7 +48,7 @@
 use crate::fresh;
 use crate::item::ItemFn;
 use crate::validate::{Backoff, Declared, Plan, Shape};
-use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Group, Ident, Literal, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 
 /// The fn with its body replaced by the guarded one.
@@ -56,7 +56,10 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let Some(body) = &item.body else {
         return item.with_body(TokenStream::new());
     };
-    let body = body.clone();
+    // The body's own inner attributes (`#![allow(..)]`) stay at the top of the fn's body: in
+    // a closure or `async` block they would be attributes on an expression, which rustc
+    // refuses. Lint levels set there still reach the attempt nested inside.
+    let (inner_attrs, body) = split_inner_attrs(body);
     let p = private(plan);
     let site = Ident::new("__RESILIENCE_SITE", Span::mixed_site());
     let site_static = site_static(plan, &site, &p);
@@ -175,11 +178,35 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     // change a signature that is right as written.
     let allow =
         (!fresh.bindings.is_empty()).then(|| quote!(#![allow(clippy::needless_pass_by_value)]));
-    let body = quote! { #allow #site_static #guarded };
+    let body = quote! { #inner_attrs #allow #site_static #guarded };
     match &fresh.sig {
         Some(sig) => item.with_sig_and_body(sig, body),
         None => item.with_body(body),
     }
+}
+
+/// The body's leading inner attributes (`#![…]`), and the body without them (same span).
+fn split_inner_attrs(body: &Group) -> (TokenStream, Group) {
+    let tokens: Vec<TokenTree> = body.stream().into_iter().collect();
+    let mut end = 0;
+    while let [TokenTree::Punct(pound), TokenTree::Punct(bang), TokenTree::Group(g), ..] =
+        &tokens[end..]
+    {
+        let attr = pound.as_char() == '#'
+            && bang.as_char() == '!'
+            && g.delimiter() == proc_macro2::Delimiter::Bracket;
+        if !attr {
+            break;
+        }
+        end += 3;
+    }
+    if end == 0 {
+        return (TokenStream::new(), body.clone());
+    }
+    let attrs = tokens[..end].iter().cloned().collect();
+    let mut rest = Group::new(body.delimiter(), tokens[end..].iter().cloned().collect());
+    rest.set_span(body.span());
+    (attrs, rest)
 }
 
 /// A token sequence interpolated many times (the `__private` path). Kept as trees, not a
