@@ -65,10 +65,12 @@ fn failing_read() -> Result<u32, ApiError> {
 
 #[test]
 fn m1_retried_fn_attempts_each_pass_the_breaker() {
-    // The failure that opens the circuit ends the retry loop: the next attempt is refused
-    // (B6), so the call that reports the open circuit ran its body at most once more.
-    let (_, ran) = call_until_open(failing_read, &READS);
-    assert!(ran >= 1);
+    // Each attempt, not each call, is one outcome to the breaker (failure threshold 5, B1):
+    // calls 1 and 2 fail twice each, call 3's first attempt is the fifth failure and opens the
+    // circuit, and its second attempt is refused (B6), so call 3 reports the open circuit.
+    // Were only calls counted, it would take 5 calls and 10 runs.
+    let (refused_call, ran) = call_until_open(failing_read, &READS);
+    assert_eq!((refused_call, ran), (3, 5));
     // Once open, a call is refused before its first attempt.
     assert!(is_circuit_open(&failing_read()));
     assert_eq!(READS.count(), ran, "a refused call must not run the body");
