@@ -99,6 +99,90 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// (M1). It detects by itself whether the fn is sync, `async fn`, or returns
 /// `impl Future<Output = Result<..>>` (R3).
 ///
+/// # Every form
+///
+/// ```
+/// use resilience::{retry_service_operation, service_defaults, ResilienceError};
+/// use std::future::Future;
+///
+/// #[derive(Debug)]
+/// pub struct ApiError(String);
+/// impl From<ResilienceError> for ApiError {
+///     fn from(e: ResilienceError) -> Self { ApiError(e.to_string()) }
+/// }
+/// impl std::fmt::Display for ApiError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(&self.0) }
+/// }
+///
+/// // A free fn, every argument given (seconds as integer or float literals).
+/// #[retry_service_operation(
+///     service = "plan_service",
+///     idempotent,
+///     operation = "plans.count",
+///     total_timeout = 20,
+///     max_attempts = 3,
+///     backoff = "exponential",
+///     base_delay = 0.5,
+///     max_delay = 4,
+///     jitter = true
+/// )]
+/// fn count_plans() -> Result<usize, ApiError> { Ok(3) }
+///
+/// // A write, said explicitly: runs once (the same as leaving `idempotent` out).
+/// #[retry_service_operation(service = "plan_service", not_idempotent)]
+/// fn delete_plan(id: u64) -> Result<u64, ApiError> { Ok(id) }
+///
+/// // Generic, with lifetimes, a where clause and an `impl Trait` argument (by value, so a
+/// // retried attempt clones it: it must be `Clone`, M4).
+/// #[retry_service_operation(service = "plan_service", idempotent)]
+/// fn find<'a, T>(plans: &'a [T], key: impl AsRef<str> + Clone) -> Result<Option<&'a T>, ApiError>
+/// where
+///     T: AsRef<str>,
+/// {
+///     Ok(plans.iter().find(|p| p.as_ref() == key.as_ref()))
+/// }
+///
+/// // A fn returning `impl Future`: each attempt runs the body again for a fresh future.
+/// #[retry_service_operation(service = "plan_service", idempotent)]
+/// fn fetch(id: u64) -> impl Future<Output = Result<u64, ApiError>> {
+///     async move { Ok(id) }
+/// }
+///
+/// // A trait impl method, sync or async.
+/// pub trait Plans {
+///     fn size(&self) -> Result<usize, ApiError>;
+/// }
+/// pub struct Client(Vec<String>);
+/// impl Plans for Client {
+///     #[retry_service_operation(service = "plan_service", idempotent)]
+///     fn size(&self) -> Result<usize, ApiError> { Ok(self.0.len()) }
+/// }
+///
+/// // Defaults for a whole inline `mod` (or `impl` block, see [`service_defaults`]), and a
+/// // facade reached through a re-export (`crate = "…"`).
+/// mod platform {
+///     pub(crate) use ::resilience as guarded;
+/// }
+/// #[service_defaults(service = "audit_service", max_attempts = 2, crate = "crate::platform::guarded")]
+/// mod audit {
+///     use super::ApiError;
+///     use resilience::retry_service_operation;
+///
+///     #[retry_service_operation(idempotent)] // audit_service, 2 attempts
+///     pub async fn last_entry() -> Result<u64, ApiError> { Ok(7) }
+/// }
+///
+/// fn main() {
+///     assert_eq!(count_plans().unwrap(), 3);
+///     assert_eq!(delete_plan(9).unwrap(), 9);
+///     assert_eq!(find(&["a", "b"], "b").unwrap(), Some(&"b"));
+///     assert_eq!(Client(vec!["a".into()]).size().unwrap(), 1);
+///     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+///     assert_eq!(rt.block_on(fetch(4)).unwrap(), 4);
+///     assert_eq!(rt.block_on(audit::last_entry()).unwrap(), 7);
+/// }
+/// ```
+///
 /// # Arguments
 ///
 /// | argument | meaning |
