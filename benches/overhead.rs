@@ -135,6 +135,15 @@ fn async_paths(c: &mut Criterion) {
     g.bench_function("resilience_annotated_fn", |b| {
         b.iter(|| poll_ready(annotated_async(black_box(7))))
     });
+    g.bench_function("resilience_write_once", |b| {
+        b.iter(|| {
+            poll_ready(
+                guard
+                    .call("op")
+                    .run_once_async(async { operation(black_box(7)) }),
+            )
+        })
+    });
     g.bench_function("backon_retry", |b| {
         use backon::{ExponentialBuilder, Retryable};
         b.iter(|| {
