@@ -2,18 +2,16 @@
 //! (closure style) or turned into a step-by-step loop driver (what the attribute expands to).
 
 use super::classify::{AllTransient, Classifier};
-use super::driver::{AsyncLoop, RunAsync, SyncLoop};
+use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
-use super::nesting::{current_depth, AtDepth, DepthGuard};
+use super::nesting::DepthGuard;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
-use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
-use std::task::Poll;
 use std::time::Duration;
 
 /// A call being set up: which operation, whether it is idempotent, how errors are classified.
@@ -117,70 +115,18 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     /// cancelled and the call fails with [`ResilienceError::TotalTimeout`]. The timer is
     /// armed only once the attempt waits, and not at all for a nested call, which its outer
     /// call's deadline bounds.
-    pub async fn run_once_async<T, E, F>(self, attempt: F) -> Result<T, E>
+    pub fn run_once_async<T, E, F>(self, attempt: F) -> RunOnce<'a, I, C, F>
     where
         F: Future<Output = Result<T, E>>,
         E: From<ResilienceError> + fmt::Display,
     {
-        let depth = current_depth();
-        let permit = self.acquire_once()?;
-        let attempt = AtDepth::new(depth.saturating_add(1), attempt);
-        let result = if depth == 0 {
-            self.within_deadline(attempt).await
-        } else {
-            attempt.await
-        };
-        self.finish_once(permit, &result);
-        result
-    }
-
-    /// `attempt`, cancelled at the call's total deadline, measured from when it first waits.
-    async fn within_deadline<T, E, F>(&self, attempt: F) -> Result<T, E>
-    where
-        F: Future<Output = Result<T, E>>,
-        E: From<ResilienceError>,
-    {
-        let mut attempt = std::pin::pin!(attempt);
-        let mut deadline: Option<(Duration, SleepFuture)> = None;
-        let outcome = std::future::poll_fn(|cx| {
-            if let Poll::Ready(r) = attempt.as_mut().poll(cx) {
-                return Poll::Ready(Some(r));
-            }
-            let (_, timer) = deadline.get_or_insert_with(|| {
-                let total = self
-                    .total_timeout
-                    .unwrap_or_else(|| self.guard.policy.get().total_timeout());
-                (
-                    self.guard.clock.now(),
-                    self.guard.async_sleeper.deadline(total),
-                )
-            });
-            timer.as_mut().poll(cx).map(|()| None)
-        })
-        .await;
-        match outcome {
-            Some(result) => result,
-            None => Err(E::from(
-                self.once_timed_out(deadline.map_or(Duration::ZERO, |d| d.0)),
-            )),
-        }
-    }
-
-    /// The error for a single attempt cancelled at the deadline; emits its event (R8).
-    #[cold]
-    fn once_timed_out(&self, started: Duration) -> ResilienceError {
-        let elapsed = self.guard.clock.now().saturating_sub(started);
-        let service = self.guard.service.clone();
-        events::deadline_cancelled(&service, self.operation, 1, elapsed);
-        ResilienceError::TotalTimeout {
-            service,
-            elapsed,
-            attempts: 1,
-        }
+        RunOnce::new(self, attempt)
     }
 
     #[inline]
-    fn acquire_once<E: From<ResilienceError>>(&self) -> Result<Option<BreakerPermit<'a>>, E> {
+    pub(super) fn acquire_once<E: From<ResilienceError>>(
+        &self,
+    ) -> Result<Option<BreakerPermit<'a>>, E> {
         match &self.guard.breaker {
             None => Ok(None),
             Some(b) => b.acquire().map(Some).map_err(E::from),
@@ -188,7 +134,11 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     }
 
     #[inline]
-    fn finish_once<T, E: fmt::Display>(&self, permit: Option<BreakerPermit<'a>>, r: &Result<T, E>) {
+    pub(super) fn finish_once<T, E: fmt::Display>(
+        &self,
+        permit: Option<BreakerPermit<'a>>,
+        r: &Result<T, E>,
+    ) {
         if let Some(p) = permit {
             if r.is_ok() {
                 p.success();

@@ -27,7 +27,7 @@ mod sink;
 
 pub use call::Call;
 pub use classify::{AllTransient, ByHint, Classifier, ErrorClass, RetryHint};
-pub use driver::{AsyncLoop, AsyncStep, RunAsync, SyncLoop};
+pub use driver::{AsyncLoop, AsyncStep, RunAsync, RunOnce, SyncLoop};
 pub use guard::{ServiceGuard, ServiceGuardBuilder};
 pub use idempotency::{Idempotency, Idempotent, NotIdempotent, RetrySafe};
 pub use policy::RetryPolicy;

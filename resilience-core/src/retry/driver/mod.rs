@@ -13,10 +13,12 @@
 
 mod async_loop;
 mod attempt;
+mod once;
 mod run_async;
 pub(crate) mod shared;
 mod sync_loop;
 
 pub use async_loop::{AsyncLoop, AsyncStep};
+pub use once::RunOnce;
 pub use run_async::RunAsync;
 pub use sync_loop::SyncLoop;
