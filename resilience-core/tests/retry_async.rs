@@ -232,6 +232,69 @@ async fn r7_an_async_call_that_runs_once_is_cancelled_at_its_deadline() {
     }
 }
 
+/// A write nested in a guarded call runs once (R6) and is bounded by the outer call's
+/// deadline, not by its own: its shorter total timeout arms nothing.
+#[tokio::test]
+async fn r6_r7_a_nested_write_is_bounded_by_the_outer_deadline_only() {
+    let outer = harness(exp_policy(5));
+    let inner = harness_with(exp_policy(5), |b| {
+        b.clock(Arc::new(outer.clock.clone()))
+            .sleeper(Arc::new(outer.sleeper.clone()))
+            .async_sleeper(Arc::new(outer.sleeper.clone()))
+    });
+    let writes = AtomicU32::new(0);
+    let call = outer
+        .guard
+        .call("read")
+        .idempotent()
+        .total_timeout(secs(30.0))
+        .run_async(|| async {
+            writes.fetch_add(1, Ordering::SeqCst);
+            inner
+                .guard
+                .call("write")
+                .total_timeout(secs(1.0))
+                .run_once_async(std::future::pending::<Result<(), TestError>>())
+                .await
+        });
+    let time_passes = async {
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        // Past the inner timeout: were it armed, the write would fail now and the read retry.
+        outer.sleeper.advance(secs(1.0));
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        outer.sleeper.advance(secs(29.0));
+    };
+    let settled = async {
+        time_passes.await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    };
+    let out = tokio::select! {
+        biased;
+        out = call => out,
+        () = settled => panic!("the outer deadline did not end the call"),
+    };
+    match out {
+        Err(TestError::Framework(ResilienceError::TotalTimeout {
+            service,
+            attempts,
+            elapsed,
+        })) => {
+            assert_eq!(
+                (&*service, attempts, elapsed),
+                ("test_service", 1, secs(30.0))
+            );
+        }
+        other => panic!("expected the outer TotalTimeout, got {other:?}"),
+    }
+    assert_eq!(writes.load(Ordering::SeqCst), 1, "the read was not retried");
+}
+
 #[tokio::test]
 async fn r7_async_deadline_stops_scheduling_sleeps() {
     let h = harness(exp_policy(10));
