@@ -44,21 +44,22 @@ pub fn unreachable_attempt<R>() -> R {
     unreachable!("the return edge of an async attempt runs under `if false`")
 }
 
-/// A by-value argument of a retried fn: each attempt starts from a clone of it (M4). One
+/// A by-value argument of a retried fn: each attempt starts from a clone of it (M4). `N` is
+/// a type the expansion names after the argument, so the message names the argument. One
 /// shared trait (not one per argument) keeps the expansion cheap to compile; the error is
-/// reported on the argument itself, so the snippet under the message names it.
+/// reported on the argument itself.
 #[diagnostic::on_unimplemented(
-    message = "an argument of a retried fn is taken by value, but `{Self}` is not `Clone`: each attempt needs its own copy of it",
-    label = "each attempt of the retried fn starts from a clone of this argument",
-    note = "take this argument by reference (e.g. `&str` for `String`, `&[T]` for `Vec<T>`), make `{Self}` implement `Clone`, or drop `idempotent` so the fn runs once and may consume it"
+    message = "the argument `{N}` of a retried fn is taken by value, but `{Self}` is not `Clone`: each attempt needs its own copy of it",
+    label = "each attempt of the retried fn starts from a clone of `{N}`",
+    note = "take `{N}` by reference (e.g. `&str` for `String`, `&[T]` for `Vec<T>`), make `{Self}` implement `Clone`, or drop `idempotent` so the fn runs once and may consume it"
 )]
-pub trait RetryArg: Clone {}
+pub trait RetryArg<N>: Clone {}
 
-impl<T: Clone> RetryArg for T {}
+impl<T: Clone, N> RetryArg<N> for T {}
 
-/// The fresh value of a by-value argument for one attempt (M4).
+/// The fresh value of a by-value argument for one attempt (M4); `N` names the argument.
 #[inline(always)]
-pub fn fresh<T: RetryArg>(original: &T) -> T {
+pub fn fresh<T: RetryArg<N>, N>(original: &T) -> T {
     original.clone()
 }
 

@@ -233,11 +233,12 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// next attempt still sees the values the caller passed.
 ///
 /// Such arguments must be `Clone` (an `impl Trait` argument says so: `impl AsRef<str> + Clone`),
-/// even if the body only borrows them. One that is not is a compile error underlining that
-/// argument and naming its type: "an argument of a retried fn is taken by value, but `Payload`
-/// is not `Clone`", with the fixes: take it by reference, make its type `Clone`, or drop
-/// `idempotent`. (The message names the type, not the argument: one shared check compiles
-/// about 5× faster than one per argument.) An argument that holds a `&mut` by value
+/// even if the body only borrows them. One that is not is a compile error on that argument,
+/// naming it and its type: "the argument `payload` of a retried fn is taken by value, but
+/// `Payload` is not `Clone`", with the fixes: take it by reference, make its type `Clone`, or
+/// drop `idempotent`. (rustc qualifies the name when another item of the crate has the same
+/// one: `upload::{closure#0}::body`. The name reaches the message as a type parameter of one
+/// shared check, a fraction of the cost of a check per argument.) An argument that holds a `&mut` by value
 /// (`Option<&mut T>`, `(String, &mut Vec<u8>)`) can never be cloned; that error names the
 /// argument and points at its `&mut`: take it as `&mut Option<&mut T>` and reborrow with
 /// `.as_deref_mut()`, or drop `idempotent`.

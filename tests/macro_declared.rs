@@ -121,7 +121,8 @@ mod recording {
             unreachable!()
         }
 
-        pub fn fresh<T: Clone>(original: &T) -> T {
+        #[allow(clippy::extra_unused_type_parameters)] // `N` names the argument, as in the real one
+        pub fn fresh<T: Clone, N>(original: &T) -> T {
             original.clone()
         }
 

@@ -97,8 +97,15 @@ pub(crate) fn shadows(bindings: &[Binding], p: &impl quote::ToTokens) -> TokenSt
             // `_unused: String`, must not fire on it.
             let mut original = ident.clone();
             original.set_span(Span::call_site().located_at(span));
+            // A type named as the argument, in a block of its own (so it shadows nothing the
+            // body names): the error message prints it, and so names the argument (M4).
+            let mut name = ident.clone();
+            name.set_span(Span::call_site());
             quote! {
-                let #mutability #ident = #p::fresh::<#infer>(&#original);
+                let #mutability #ident = {
+                    enum #name {}
+                    #p::fresh::<#infer, #name>(&#original)
+                };
             }
         })
         .collect()
