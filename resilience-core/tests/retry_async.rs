@@ -181,6 +181,26 @@ async fn r7_in_flight_async_attempt_is_cancelled_at_the_deadline() {
     );
 }
 
+/// Runs `call` while `time_passes` drives the manual clock, then lets `call` settle: `call`'s
+/// output, or a panic naming `what` if it is still running (`join!` would hang instead).
+async fn settled_within<T>(
+    call: impl Future<Output = T>,
+    time_passes: impl Future<Output = ()>,
+    what: &str,
+) -> T {
+    let settle = async {
+        time_passes.await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::select! {
+        biased;
+        out = call => out,
+        () = settle => panic!("{what}: still running after its deadline"),
+    }
+}
+
 /// A call that makes one attempt (a write, through `run_once_async` or `run_async`) is
 /// bounded by its total timeout too: its attempt is cancelled at the deadline.
 #[tokio::test]
@@ -208,18 +228,7 @@ async fn r7_an_async_call_that_runs_once_is_cancelled_at_its_deadline() {
             tokio::task::yield_now().await;
             h.sleeper.advance(secs(1.0));
         };
-        // Not `join!`: an attempt nothing cancels would hang the test instead of failing it.
-        let settled = async {
-            time_passes.await;
-            for _ in 0..10 {
-                tokio::task::yield_now().await;
-            }
-        };
-        let out = tokio::select! {
-            biased;
-            out = call => out,
-            () = settled => panic!("once: {once}: the attempt outlived its deadline"),
-        };
+        let out = settled_within(call, time_passes, &format!("once: {once}")).await;
         match out {
             Err(TestError::Framework(ResilienceError::TotalTimeout {
                 attempts, elapsed, ..
@@ -268,17 +277,7 @@ async fn r6_r7_a_nested_write_is_bounded_by_the_outer_deadline_only() {
         }
         outer.sleeper.advance(secs(29.0));
     };
-    let settled = async {
-        time_passes.await;
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-    };
-    let out = tokio::select! {
-        biased;
-        out = call => out,
-        () = settled => panic!("the outer deadline did not end the call"),
-    };
+    let out = settled_within(call, time_passes, "the outer call").await;
     match out {
         Err(TestError::Framework(ResilienceError::TotalTimeout {
             service,
