@@ -133,6 +133,15 @@ pub fn typed_attempt<R, F: Future<Output = R>>(attempt: F) -> F {
     attempt
 }
 
+/// Runs the synchronous part of a guarded `impl Future` fn's body (what makes the attempt's
+/// future) one nesting level deeper, as the attempt itself runs (R6): a guarded call made
+/// there is nested.
+#[inline(always)]
+pub fn in_attempt<R>(make: impl FnOnce() -> R) -> R {
+    let _depth = resilience_core::retry::nesting::DepthGuard::enter();
+    make()
+}
+
 /// The async driver for one call of a retried (idempotent) annotated fn; a fn that runs once
 /// goes through [`async_once`]. Not generic: one less instantiation to check per fn.
 #[inline]

@@ -152,6 +152,61 @@ async fn r6_nested_async_guarded_call_runs_once_per_outer_attempt() {
     assert_eq!(INNER_ASYNC.count(), 3);
 }
 
+static INNER_PREFIX: Attempts = Attempts::new();
+static INNER_PREFIX_ONCE: Attempts = Attempts::new();
+
+#[retry_service_operation(
+    service = "rt_nested_inner_prefix",
+    idempotent,
+    max_attempts = 2,
+    backoff = "none"
+)]
+fn inner_of_prefix() -> Result<u32, ApiError> {
+    Err(ApiError::Flaky(INNER_PREFIX.next()))
+}
+
+#[retry_service_operation(
+    service = "rt_nested_inner_prefix_once",
+    idempotent,
+    max_attempts = 2,
+    backoff = "none"
+)]
+fn inner_of_write_prefix() -> Result<u32, ApiError> {
+    Err(ApiError::Flaky(INNER_PREFIX_ONCE.next()))
+}
+
+// The guarded call is made by the synchronous part of the body, before its future.
+#[retry_service_operation(
+    service = "rt_nested_outer_prefix",
+    idempotent,
+    max_attempts = 2,
+    backoff = "none"
+)]
+fn outer_impl_future() -> impl std::future::Future<Output = Result<u32, ApiError>> {
+    let inner = inner_of_prefix();
+    async move { inner }
+}
+
+#[retry_service_operation(service = "rt_nested_outer_prefix_once")]
+fn outer_impl_future_write() -> impl std::future::Future<Output = Result<u32, ApiError>> {
+    let inner = inner_of_write_prefix();
+    async move { inner }
+}
+
+/// The synchronous part of an `impl Future` fn's body is part of its attempt (R6): a guarded
+/// call made there is nested, for a retried fn and for one that runs once.
+#[tokio::test]
+async fn r6_a_guarded_call_in_the_sync_part_of_an_impl_future_body_is_nested() {
+    assert!(outer_impl_future().await.is_err());
+    assert_eq!(INNER_PREFIX.count(), 2, "2 outer attempts x 1, not 2 x 2");
+    assert!(outer_impl_future_write().await.is_err());
+    assert_eq!(
+        INNER_PREFIX_ONCE.count(),
+        1,
+        "1 outer attempt x 1, not 1 x 2"
+    );
+}
+
 static SLOW: Attempts = Attempts::new();
 
 // The first backoff (0.2 s) would end past the 0.05 s budget, so none is scheduled.

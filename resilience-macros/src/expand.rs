@@ -146,8 +146,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             async move {
                 let mut #driver = #p::async_loop(&#site);
                 loop {
-                    #[allow(clippy::redundant_closure_call)]
-                    let #attempt = #p::typed_attempt::<#ty, _>((|| #attempt_body)());
+                    let #attempt = #p::typed_attempt::<#ty, _>(#p::in_attempt(|| #attempt_body));
                     if let #p::ControlFlow::Break(#result) = #step_call #await_ {
                         break #result;
                     }
@@ -167,8 +166,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                 }
             };
             quote! {
-                #[allow(clippy::redundant_closure_call)]
-                let #attempt = (|| #body)();
+                let #attempt = #p::in_attempt(|| #body);
                 #fut
             }
         }

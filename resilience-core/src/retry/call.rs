@@ -1,7 +1,7 @@
 //! One guarded call: [`Call`] is built on the stack per call and consumed by `run`/`run_async`
 //! (closure style) or turned into a step-by-step loop driver (what the attribute expands to).
 
-use super::classify::{AllTransient, Classifier};
+use super::classify::{AllTransient, Classifier, ErrorClass};
 use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
@@ -79,8 +79,8 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         self
     }
 
-    /// A sync loop driver: call [`SyncLoop::step`] until it breaks. Raises the nesting depth
-    /// until the driver is dropped.
+    /// A sync loop driver: call [`SyncLoop::step`] until it breaks. Each attempt runs one
+    /// nesting level deeper than where the driver was made.
     #[inline]
     pub fn sync_loop(self) -> SyncLoop<'a, C> {
         SyncLoop::new(self)
@@ -99,6 +99,7 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     pub fn run_once<T, E>(self, attempt: impl FnOnce() -> Result<T, E>) -> Result<T, E>
     where
         E: From<ResilienceError> + fmt::Display,
+        C: Classifier<E>,
     {
         let _nested = DepthGuard::enter();
         let permit = self.acquire_once()?;
@@ -113,12 +114,12 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     ///
     /// The total timeout bounds the attempt (R7): still running at the deadline, it is
     /// cancelled and the call fails with [`ResilienceError::TotalTimeout`]. The timer is
-    /// armed only once the attempt waits, and not at all for a nested call, which its outer
-    /// call's deadline bounds.
+    /// armed only once the attempt waits; a nested call arms its own too.
     pub fn run_once_async<T, E, F>(self, attempt: F) -> RunOnce<'a, I, C, F>
     where
         F: Future<Output = Result<T, E>>,
         E: From<ResilienceError> + fmt::Display,
+        C: Classifier<E>,
     {
         RunOnce::new(self, attempt)
     }
@@ -138,7 +139,9 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         &self,
         permit: Option<BreakerPermit<'a>>,
         r: &Result<T, E>,
-    ) {
+    ) where
+        C: Classifier<E>,
+    {
         if let Some(p) = permit {
             if r.is_ok() {
                 p.success();
@@ -147,8 +150,23 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
             }
         }
         if let Err(e) = r {
-            events::giving_up(&self.guard.service, self.operation, 1, e, "single_attempt");
+            self.failed_once(e);
         }
+    }
+
+    /// A single attempt failed: a Retry-After it carries still reaches the sink (R12, G6),
+    /// then its event.
+    #[cold]
+    fn failed_once<E: fmt::Display>(&self, e: &E)
+    where
+        C: Classifier<E>,
+    {
+        if let Some(sink) = &self.guard.retry_after_sink {
+            if let ErrorClass::RetryAfter(d) = self.classifier.classify(e) {
+                sink.retry_after(&self.guard.service, d);
+            }
+        }
+        events::giving_up(&self.guard.service, self.operation, 1, e, "single_attempt");
     }
 
     /// Runs a sync operation: once, or with retries when allowed (see [`Call`]).
@@ -170,11 +188,14 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         }
     }
 
-    /// Runs an async operation: `op` makes one attempt's future each time it is called.
+    /// Runs an async operation: `op` makes one attempt's future each time it is called,
+    /// after the breaker admitted that attempt (a refused call does not call `op`), one
+    /// nesting level deeper (R6).
     ///
-    /// When retrying, the in-flight attempt is cancelled at the total deadline and the call
-    /// returns [`ResilienceError::TotalTimeout`]; the deadline timer is armed only once an
-    /// attempt actually waits, so an attempt that completes on its first poll costs no timer.
+    /// The in-flight attempt is cancelled at the total deadline and the call returns
+    /// [`ResilienceError::TotalTimeout`] (R7), nested or not; the deadline timer is armed only
+    /// once an attempt actually waits, so an attempt that completes on its first poll costs
+    /// no timer.
     ///
     /// The returned [`RunAsync`] polls the first attempt in place, so a call that succeeds
     /// builds no loop driver.

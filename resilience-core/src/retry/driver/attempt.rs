@@ -48,8 +48,9 @@ pub(super) enum Ended<T, E> {
 /// The parts of a driver's future one attempt uses.
 pub(super) struct InFlight<'p, 'a, F> {
     pub attempt: Pin<&'p mut Option<F>>,
-    /// The deadline timer, armed the first time the attempt waits (unless the call is
-    /// nested: its outer call's deadline bounds it).
+    /// The deadline timer, armed the first time the attempt waits. A nested call arms its
+    /// own too: its outer call may be sync (it cannot cancel it) or may not poll it at all
+    /// (a task spawned with `propagate`).
     pub wait: &'p mut Option<SleepFuture>,
     pub permit: &'p mut Option<BreakerPermit<'a>>,
     /// The nesting depth the attempt runs at.
@@ -59,7 +60,7 @@ pub(super) struct InFlight<'p, 'a, F> {
 impl<F> InFlight<'_, '_, F> {
     /// Polls the attempt (unless `polled` already holds this poll), racing the deadline. The
     /// attempt goes first: a result that is ready wins over a deadline reached at the same
-    /// instant. `on_wait` runs each time the attempt is pending, before `bounded` is read.
+    /// instant. `on_wait` runs each time the attempt is pending, before the deadline is armed.
     /// Once it ends, the attempt and its timer are dropped and the permit reported.
     pub fn poll<T, E, C>(
         mut self,
@@ -86,9 +87,6 @@ impl<F> InFlight<'_, '_, F> {
             Poll::Ready(Err(e)) => Ended::Failed(e),
             Poll::Pending => {
                 on_wait(state);
-                if !state.bounded() {
-                    return Poll::Pending;
-                }
                 let timer = self.wait.get_or_insert_with(|| {
                     let remaining = state.total().saturating_sub(state.elapsed());
                     state.guard.async_sleeper.deadline(remaining)

@@ -6,6 +6,7 @@
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use crate::retry::call::Call;
+use crate::retry::classify::Classifier;
 use crate::retry::events;
 use crate::retry::idempotency::Idempotency;
 use crate::retry::nesting::{current_depth, DepthGuard};
@@ -52,6 +53,7 @@ impl<I: Idempotency, C, F, T, E> Future for RunOnce<'_, I, C, F>
 where
     F: Future<Output = Result<T, E>>,
     E: From<ResilienceError> + fmt::Display,
+    C: Classifier<E>,
 {
     type Output = Result<T, E>;
 
@@ -78,8 +80,6 @@ where
         };
         let result = match polled {
             Poll::Ready(result) => result,
-            // A nested call is bounded by its outer call's deadline, not its own.
-            Poll::Pending if *this.inner_depth > 1 => return Poll::Pending,
             Poll::Pending => match poll_deadline(this.call, this.timer, cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(elapsed) => Err(E::from(timed_out(this.call, elapsed))),

@@ -85,19 +85,21 @@ where
             return self.drive(cx, None);
         }
         let depth = current_depth();
-        let attempt = (this.op)();
+        // The permit first: a refused call runs nothing of the operation, not even the
+        // synchronous part of its factory.
         let permit = match this.state.acquire() {
             Ok(permit) => permit,
-            Err(refused) => return Poll::Ready(Err(refused_first(this.phase, attempt, refused))),
+            Err(refused) => return Poll::Ready(Err(refused_first(this.phase, refused))),
         };
         // Done until it is known to go on: an attempt that panics leaves this future spent.
         *this.phase = Phase::Done;
-        this.attempt.set(Some(attempt));
-        let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
-            unreachable!("the attempt was just stored");
-        };
         let polled = {
+            // The factory runs inside the attempt too (R6): a guarded call it makes is nested.
             let _depth = DepthGuard::set(depth.saturating_add(1));
+            this.attempt.set(Some((this.op)()));
+            let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
+                unreachable!("the attempt was just stored");
+            };
             attempt.poll(cx)
         };
         if let Poll::Ready(Ok(v)) = polled {
@@ -113,14 +115,9 @@ where
     }
 }
 
-/// The first attempt was refused by the breaker: it is dropped unpolled.
+/// The first attempt was refused by the breaker: its factory is not called.
 #[cold]
-fn refused_first<Fut, E: From<ResilienceError>>(
-    phase: &mut Phase,
-    attempt: Fut,
-    refused: ResilienceError,
-) -> E {
-    drop(attempt);
+fn refused_first<E: From<ResilienceError>>(phase: &mut Phase, refused: ResilienceError) -> E {
     *phase = Phase::Done;
     E::from(refused)
 }
@@ -178,17 +175,16 @@ where
                 Phase::Backoff => ready!(poll_backoff(this.wait, state, cx)),
                 Phase::Done => panic!("`RunAsync` polled after completion"),
             }
-            // Start the next attempt: make its future, then take its breaker permit (on
-            // refusal the attempt is dropped unpolled).
-            let attempt = (this.op)();
+            // Start the next attempt: take its breaker permit, then make its future (on
+            // refusal the factory is not called), at the attempt's depth (R6).
             match state.acquire() {
                 Ok(permit) => {
-                    this.attempt.set(Some(attempt));
+                    let _depth = DepthGuard::set(this.depth.saturating_add(1));
+                    this.attempt.set(Some((this.op)()));
                     *this.permit = permit;
                     *this.phase = Phase::Attempt;
                 }
                 Err(refused) => {
-                    drop(attempt);
                     *this.phase = Phase::Done;
                     return Poll::Ready(Err(E::from(refused)));
                 }

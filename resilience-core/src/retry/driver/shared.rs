@@ -60,14 +60,6 @@ impl<'a, C> LoopState<'a, C> {
         self.no_retry.is_none()
     }
 
-    /// Whether this call's own total deadline applies (R7): to every call but a nested one,
-    /// which its outer call's deadline bounds. A call that makes one attempt (not
-    /// idempotent, or a one-attempt policy) is bounded too.
-    #[inline]
-    pub(super) fn bounded(&self) -> bool {
-        !matches!(self.no_retry, Some(NoRetry::Nested))
-    }
-
     #[inline]
     pub(super) fn acquire(&self) -> Result<Option<BreakerPermit<'a>>, ResilienceError> {
         match &self.guard.breaker {
@@ -113,21 +105,24 @@ impl<'a, C> LoopState<'a, C> {
         C: Classifier<E>,
     {
         let (service, op, attempt) = (&*self.guard.service, self.operation, self.attempt);
-        if let Some(reason) = self.no_retry {
-            events::giving_up(service, op, attempt, error, reason.as_str());
-            return None;
-        }
-        let hint = match self.classifier.classify(error) {
-            ErrorClass::Permanent => {
-                events::giving_up(service, op, attempt, error, "permanent");
-                return None;
-            }
-            ErrorClass::Transient => None,
+        let class = self.classifier.classify(error);
+        // A server's Retry-After reaches the sink (the governor's G6 block) whether or not
+        // this call may retry: writes are what trip secondary limits.
+        let hint = match class {
             ErrorClass::RetryAfter(d) => Some(match &self.guard.retry_after_sink {
                 Some(sink) => sink.retry_after(service, d),
                 None => d,
             }),
+            ErrorClass::Transient | ErrorClass::Permanent => None,
         };
+        if let Some(reason) = self.no_retry {
+            events::giving_up(service, op, attempt, error, reason.as_str());
+            return None;
+        }
+        if class == ErrorClass::Permanent {
+            events::giving_up(service, op, attempt, error, "permanent");
+            return None;
+        }
         let policy = self.guard.policy.get();
         if attempt >= policy.max_attempts() {
             events::giving_up(service, op, attempt, error, "attempts_exhausted");

@@ -11,7 +11,8 @@ use std::ops::ControlFlow;
 
 /// Drives a sync retry loop one attempt at a time; made by [`Call::sync_loop`].
 ///
-/// Holds the nesting depth raised (R6) until dropped, so it stays on the thread that made it.
+/// Each attempt runs at the nesting depth the driver was made at, plus one (R6); the depth is
+/// raised only while an attempt runs, so drivers may be dropped in any order.
 ///
 /// ```
 /// use resilience_core::retry::ServiceGuard;
@@ -32,7 +33,7 @@ use std::ops::ControlFlow;
 /// ```
 pub struct SyncLoop<'a, C> {
     state: LoopState<'a, C>,
-    _depth: DepthGuard,
+    inner_depth: u32,
 }
 
 impl<'a, C> SyncLoop<'a, C> {
@@ -48,7 +49,7 @@ impl<'a, C> SyncLoop<'a, C> {
         }
         Self {
             state,
-            _depth: DepthGuard::set(depth.saturating_add(1)),
+            inner_depth: depth.saturating_add(1),
         }
     }
 
@@ -67,7 +68,11 @@ impl<'a, C> SyncLoop<'a, C> {
             Ok(p) => p,
             Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
         };
-        match attempt() {
+        let result = {
+            let _depth = DepthGuard::set(self.inner_depth);
+            attempt()
+        };
+        match result {
             Ok(v) => {
                 report(permit, true);
                 ControlFlow::Break(Ok(v))

@@ -19,6 +19,9 @@
 //! assert_eq!(sleeper.delays(), vec![Duration::from_millis(250)]);
 //! ```
 
+#[cfg(not(feature = "tokio"))]
+mod timer_thread;
+
 use crate::clock::ManualClock;
 use std::fmt;
 use std::future::Future;
@@ -174,8 +177,12 @@ impl AsyncSleeper for ManualSleeper {
     }
 }
 
-/// Without the `tokio` feature: an async sleeper that blocks the polling thread. Only a
-/// fallback; provide an [`AsyncSleeper`] for your runtime instead.
+/// Without the `tokio` feature: an async sleeper whose backoff sleep blocks the polling
+/// thread. Only a fallback; provide an [`AsyncSleeper`] for your runtime instead.
+///
+/// Its [`deadline`](AsyncSleeper::deadline) timer does not block: one shared thread
+/// (`resilience-deadlines`, started on first use) wakes each armed deadline at its instant,
+/// so an attempt that waits is cancelled at the total deadline (R7), not held up by it.
 #[cfg(not(feature = "tokio"))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BlockingAsyncSleeper;
@@ -184,5 +191,9 @@ pub struct BlockingAsyncSleeper;
 impl AsyncSleeper for BlockingAsyncSleeper {
     fn sleep(&self, delay: Duration) -> SleepFuture {
         Box::pin(async move { std::thread::sleep(delay) })
+    }
+
+    fn deadline(&self, delay: Duration) -> SleepFuture {
+        Box::pin(timer_thread::Deadline::after(delay))
     }
 }

@@ -1,0 +1,223 @@
+//! The retry executor at its edges: deadlines of nested calls whose outer call cannot cancel
+//! them, a refused call's factory, hints of calls that do not retry, drivers dropped in any
+//! order. Each test failed before its fix.
+
+mod support;
+
+use resilience_core::backoff::{Backoff, BackoffStrategy};
+use resilience_core::breaker::BreakerConfig;
+use resilience_core::retry::nesting::{current_depth, propagate, DepthGuard};
+use resilience_core::retry::{ErrorClass, RetryAfterSink, RetryPolicy};
+use resilience_core::ResilienceError;
+use std::future::Future as _;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Waker};
+use std::time::Duration;
+use support::*;
+
+/// `attempts` attempts, a fixed 1 s backoff, `total` seconds in all.
+fn fixed(attempts: u32, total: f64) -> RetryPolicy {
+    let backoff = Backoff::from_secs(BackoffStrategy::Fixed, 1.0, 60.0, false).unwrap();
+    RetryPolicy::new(attempts, backoff, secs(total)).unwrap()
+}
+
+fn is_total_timeout<T: std::fmt::Debug>(out: &Result<T, TestError>) -> bool {
+    matches!(
+        out,
+        Err(TestError::Framework(ResilienceError::TotalTimeout { .. }))
+    )
+}
+
+/// An async call driven from inside a sync guarded call (a `block_on` in a sync wrapper) is
+/// nested, and the sync outer call cannot cancel it: it is bounded by its own deadline.
+#[test]
+fn r7_an_async_call_nested_in_a_sync_call_is_cancelled_at_its_own_deadline() {
+    let h = harness(fixed(3, 10.0));
+    let mut cx = Context::from_waker(Waker::noop());
+    let inner_out: Result<bool, TestError> = h.guard.call("outer").idempotent().run(|| {
+        let inner = h
+            .guard
+            .call("inner")
+            .idempotent()
+            .total_timeout(secs(5.0))
+            .run_async(std::future::pending::<Result<(), TestError>>);
+        let mut inner = std::pin::pin!(inner);
+        assert!(inner.as_mut().poll(&mut cx).is_pending());
+        h.sleeper.advance(secs(5.0));
+        match inner.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => Ok(is_total_timeout(&out)),
+            std::task::Poll::Pending => Ok(false),
+        }
+    });
+    assert_eq!(
+        inner_out,
+        Ok(true),
+        "the inner call ended at its 5 s deadline"
+    );
+}
+
+/// A guarded call in a task spawned with `propagate` (as the nesting docs advise) is nested;
+/// nothing outside polls it, so its own deadline bounds it.
+#[tokio::test]
+async fn r7_a_call_in_a_task_spawned_with_propagate_is_cancelled_at_its_own_deadline() {
+    let h = Arc::new(harness(fixed(3, 10.0)));
+    let inner_task = {
+        let _outer = DepthGuard::enter();
+        let h = h.clone();
+        tokio::spawn(propagate(async move {
+            h.guard
+                .call("inner")
+                .idempotent()
+                .run_async(std::future::pending::<Result<(), TestError>>)
+                .await
+        }))
+    };
+    for _ in 0..5 {
+        tokio::task::yield_now().await;
+    }
+    h.sleeper.advance(secs(10.0));
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        inner_task.is_finished(),
+        "still running past its 10 s deadline"
+    );
+    let out = inner_task.await.unwrap();
+    assert!(is_total_timeout(&out), "{out:?}");
+}
+
+/// A refused call runs nothing of the operation: not even the synchronous part of the
+/// factory that makes its future (which may start a request).
+#[tokio::test]
+async fn b1_a_call_refused_by_an_open_circuit_does_not_call_its_factory() {
+    let h = harness_with(fixed(1, 100.0), |b| {
+        b.breaker(BreakerConfig::new(1, secs(60.0), secs(0.0), 1).unwrap())
+    });
+    let _: Result<(), TestError> = h
+        .guard
+        .call("get")
+        .run_async(|| async { Err(op_err("down")) })
+        .await;
+    assert!(h.guard.breaker().unwrap().is_open());
+    let made = AtomicU32::new(0);
+    let out: Result<(), TestError> = h
+        .guard
+        .call("get")
+        .run_async(|| {
+            made.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        })
+        .await;
+    assert!(
+        matches!(
+            out,
+            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+        ),
+        "{out:?}"
+    );
+    assert_eq!(made.load(Ordering::SeqCst), 0, "the factory ran");
+}
+
+/// The factory of an async attempt runs inside the attempt (R6): a guarded call it makes
+/// synchronously is nested, so it runs once per outer attempt.
+#[tokio::test]
+async fn r6_a_guarded_call_made_by_the_attempts_factory_runs_once_per_attempt() {
+    let h = harness(fixed(2, 100.0));
+    let inner_runs = AtomicU32::new(0);
+    let out: Result<(), TestError> = h
+        .guard
+        .call("outer")
+        .idempotent()
+        .run_async(|| {
+            let inner: Result<(), TestError> = h.guard.call("inner").idempotent().run(|| {
+                inner_runs.fetch_add(1, Ordering::SeqCst);
+                Err(op_err("flaky"))
+            });
+            async move { inner }
+        })
+        .await;
+    assert_eq!(out, Err(op_err("flaky")));
+    assert_eq!(inner_runs.load(Ordering::SeqCst), 2, "2 outer attempts x 1");
+}
+
+#[derive(Debug, Default)]
+struct CountingSink(AtomicU32);
+
+impl RetryAfterSink for CountingSink {
+    fn retry_after(&self, _service: &str, hint: Duration) -> Duration {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        hint
+    }
+}
+
+/// R12: a Retry-After reaches the sink (the governor, G6) from every failed attempt, also of
+/// calls that do not retry: writes (through `run`, `run_once`, `run_once_async`) and nested
+/// calls.
+#[tokio::test]
+async fn r12_a_retry_after_of_a_call_that_does_not_retry_reaches_the_sink() {
+    let sink = Arc::new(CountingSink::default());
+    let h = harness_with(fixed(3, 100.0), |b| {
+        // A breaker that stays closed through these 7 failures.
+        b.retry_after_sink(sink.clone())
+            .breaker(BreakerConfig::new(100, secs(60.0), secs(0.0), 1).unwrap())
+    });
+    let limited = |_: &TestError| ErrorClass::RetryAfter(secs(5.0));
+    let count = || sink.0.load(Ordering::SeqCst);
+    let _: Result<(), TestError> = h
+        .guard
+        .call("read")
+        .idempotent()
+        .classify(limited)
+        .run(|| Err(op_err("429")));
+    assert_eq!(count(), 3, "a read reports every attempt's hint");
+    let _: Result<(), TestError> = h
+        .guard
+        .call("write")
+        .classify(limited)
+        .run(|| Err(op_err("429")));
+    assert_eq!(count(), 4, "run, not idempotent");
+    let _: Result<(), TestError> = h
+        .guard
+        .call("write")
+        .classify(limited)
+        .run_once(|| Err(op_err("429")));
+    assert_eq!(count(), 5, "run_once");
+    let _: Result<(), TestError> = h
+        .guard
+        .call("write")
+        .classify(limited)
+        .run_once_async(async { Err(op_err("429")) })
+        .await;
+    assert_eq!(count(), 6, "run_once_async");
+    let _: Result<(), TestError> = h.guard.call("outer").run_once(|| {
+        h.guard
+            .call("nested_read")
+            .idempotent()
+            .classify(limited)
+            .run(|| Err(op_err("429")))
+    });
+    assert_eq!(count(), 7, "a nested read runs once and reports once");
+}
+
+/// R6: the depth is raised only while an attempt runs, so sync drivers kept alive (and then
+/// dropped in any order) leave the thread where it was; it used to stay nested, and nothing on
+/// it retried again.
+#[test]
+fn r6_sync_drivers_raise_the_depth_only_while_an_attempt_runs() {
+    let h = harness(fixed(3, 100.0));
+    let mut a = h.guard.call("a").idempotent().sync_loop();
+    let mut b = h.guard.call("b").idempotent().sync_loop();
+    let depth_in_a = a.step(|| Ok::<u32, TestError>(current_depth()));
+    let depth_in_b = b.step(|| Ok::<u32, TestError>(current_depth()));
+    assert_eq!(depth_in_a, std::ops::ControlFlow::Break(Ok(1)));
+    assert_eq!(depth_in_b, std::ops::ControlFlow::Break(Ok(1)));
+    assert_eq!(current_depth(), 0, "both drivers alive, no attempt running");
+    let runs = AtomicU32::new(0);
+    let _: Result<(), TestError> = h.guard.call("c").idempotent().run(|| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Err(op_err("flaky"))
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "the thread still retries");
+}
