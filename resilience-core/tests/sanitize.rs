@@ -148,12 +148,81 @@ fn s2_empty_values_and_missing_markers_are_kept() {
     unchanged("password=&user=bob");
 }
 
+/// A list or object under a secret key is the secret: hidden whole (its nested keys used to
+/// be scanned one by one, so `{"value": "…"}` or `["sk-…"]` under `api_key` leaked). Keys
+/// outside it are still scanned.
 #[test]
-fn s2_nested_structure_is_scanned_key_by_key() {
+fn s2_s4_a_list_or_object_under_a_secret_key_is_hidden_whole() {
     check(
-        r#"{"credentials": {"user": "bob", "password": "pw"}}"#,
-        r#"{"credentials": {"user": "bob", "password": "***"}}"#,
+        r#"{"credentials": {"user": "bob", "password": "pw"}, "password": "x"}"#,
+        r#"{"credentials": {***}, "password": "***"}"#,
     );
+    check(
+        r#"{"api_key": ["sk-live-123456", "x"], "user": "bob"}"#,
+        r#"{"api_key": [***], "user": "bob"}"#,
+    );
+    check("{'password': {'value': 'hunter2'}}", "{'password': {***}}");
+    check("token=[abc123] next", "token=[***] next");
+    // Brackets inside quoted strings do not end it; an unterminated one runs to the end.
+    check(
+        r#"secret: {"a": "}{]", "b": 1} tail"#,
+        r#"secret: {***} tail"#,
+    );
+    check("secret: [abc, def", "secret: [***");
+}
+
+/// S1 for passwords with an unencoded `/`, `?` or `#` (generated and base64 passwords), which
+/// used to end the userinfo early and leak whole.
+#[test]
+fn s1_a_url_password_holding_slash_query_or_hash_is_hidden() {
+    for (input, secret) in [
+        (
+            "connect postgres://app:ab/cd+ef==@db:5432/x failed",
+            "ab/cd",
+        ),
+        ("redis://default:pa#ss@cache:6379", "pa#ss"),
+        ("https://user:pa?ss@host/", "pa?ss"),
+        ("redis://u:p@ss@host:6379/0", "ss@host"),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+        assert!(out.contains("://***@"), "{input:?} -> {out:?}");
+    }
+    check(
+        "connect postgres://app:ab/cd+ef==@db:5432/x failed",
+        "connect postgres://***@db:5432/x failed",
+    );
+    // A URL without userinfo is left alone.
+    unchanged("GET https://api.github.com/repos/a/b?page=2#top failed");
+}
+
+/// Bare shapes added after review: an unsigned JWT, LLM provider keys, a PEM body whose
+/// newlines are escaped (`\n`, as Debug and JSON print them).
+#[test]
+fn s2_unsigned_jwts_provider_keys_and_escaped_pem_bodies_are_hidden() {
+    for (input, secret) in [
+        (
+            "jwt eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NSJ9. rejected",
+            "eyJzdWIiOiIxMjM0NSJ9",
+        ),
+        (
+            "Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUvWx.",
+            "AbCdEfGhIjKlMnOpQrStUvWx",
+        ),
+        (
+            "invalid x-api-key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx",
+            "AbCdEfGhIjKlMnOpQrStUvWx",
+        ),
+        (
+            r#"bad key: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----""#,
+            "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        ),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+    }
+    // Words that merely start with `sk-` are not keys.
+    unchanged("the task-runner used disk-sk-cache");
 }
 
 #[test]
@@ -378,7 +447,8 @@ type Form = (&'static str, &'static str, fn(&str) -> String);
 
 fn forms() -> Vec<Form> {
     vec![
-        ("S1 user:pass", "[A-Za-z0-9!$%+,.:;=~_-]{8,24}", |s| {
+        // `/`, `?`, `#` and `@` unencoded too, as generated passwords hold them.
+        ("S1 user:pass", "[A-Za-z0-9!$%+,.:;=~_/?#@-]{8,24}", |s| {
             format!("postgres://admin:{s}@db:5432/app")
         }),
         ("S1 user", "[A-Za-z0-9_.~-]{8,24}", |s| {

@@ -119,20 +119,25 @@ pub fn safe_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return "<unparsable redis url>".into();
     };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
+    // The userinfo runs to the last `@`: a password may hold an unencoded `/`, `?` or `#`,
+    // which would otherwise end the authority inside it. (An `@` in the path only hides
+    // more.)
+    let (userinfo, after) = match rest.rsplit_once('@') {
+        Some((userinfo, after)) => (Some(userinfo), after),
+        None => (None, rest),
     };
-    let host = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or("");
-            if user.is_empty() {
-                format!("***@{host}")
-            } else {
+    let (host, path) = match after.find('/') {
+        Some(i) => after.split_at(i),
+        None => (after, ""),
+    };
+    let host = match userinfo {
+        Some(userinfo) => match userinfo.split_once(':') {
+            Some((user, _)) if !user.is_empty() && !user.contains(['/', '?', '#']) => {
                 format!("{user}:***@{host}")
             }
-        }
-        None => authority.to_owned(),
+            _ => format!("***@{host}"),
+        },
+        None => host.to_owned(),
     };
     // Query strings may carry credentials too.
     let path = path.split('?').next().unwrap_or("");
@@ -163,6 +168,15 @@ mod tests {
             "redis://127.0.0.1:6379/0"
         );
         assert_eq!(safe_url("nonsense"), "<unparsable redis url>");
+        // A password holding `/`, `?` or `#` unencoded (found in review: it came back whole).
+        assert_eq!(
+            safe_url("redis://default:ab/cd+ef==@cache:6379/0"),
+            "redis://default:***@cache:6379/0"
+        );
+        assert_eq!(
+            safe_url("redis://default:p?a#s/s@cache:6379"),
+            "redis://default:***@cache:6379"
+        );
         let e = RedisQuotaError::Connect {
             url: safe_url("redis://u:pw@h:1"),
             reason: "refused".into(),

@@ -29,15 +29,22 @@ const KEY_THEN_SEPARATOR: &str = concat!(
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
 /// part to hide: `url` (the userinfo of a URL), `pem` (a private key's body) or `tok`.
 const SHAPED: &str = concat!(
-    // S1: everything between `://` and the last `@` of the authority.
-    r#"://(?P<url>[^\s/?#'"<>\\]+)@"#,
+    // S1: everything between `://` and the last `@` of the authority. A `user:password`
+    // form first, whose password may hold an unencoded `/`, `?` or `#` (generated and base64
+    // passwords do): it runs to the last `@` before whitespace, over-hiding rather than
+    // leaking.
+    r#"://(?P<url>[^\s/?#'"<>\\@]*:[^\s'"<>\\]*|[^\s/?#'"<>\\]+)@"#,
     // Bare credentials with a well-known prefix (open-ended lengths: see the module docs).
     r"|(?-u:\b)(?P<tok>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
     r"|(?:AKIA|ASIA)[A-Z0-9]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}",
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)",
-    // A PEM private key: the body (base64, whitespace, `Name: value` headers) up to `-----`.
+    // LLM provider keys (`sk-…`, `sk-proj-…`, `sk-ant-…`), as their own errors quote them.
+    r"|sk-[A-Za-z0-9_-]{20,}",
+    // A JWT; an unsigned one (`alg: none`) has an empty third part.
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)",
+    // A PEM private key: the body (base64, whitespace, `Name: value` headers, and newlines
+    // escaped as `\n` in Debug or JSON text) up to `-----`.
     r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----",
-    r"(?P<pem>(?:[A-Za-z0-9+/=:, \t\r\n]|-[A-Za-z0-9+/=:, \t\r\n])*)",
+    r"(?P<pem>(?:[A-Za-z0-9+/=:, \t\r\n]|\\[nr]|-[A-Za-z0-9+/=:, \t\r\n]|-\\[nr])*)",
 );
 
 static KEY_RE: LazyLock<Result<Regex, regex::Error>> =

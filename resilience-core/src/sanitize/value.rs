@@ -28,8 +28,8 @@ pub(super) struct Extent {
 const NOT_SECRETS: [&[u8]; 5] = [b"None", b"null", b"nil", b"true", b"false"];
 
 /// The extent of the value starting at byte `start` of `text`, or `None` if there is nothing
-/// to hide (empty value, a nested `{…}`/`[…]` whose own keys are scanned, or a marker such as
-/// `None`).
+/// to hide (an empty value, or a marker such as `None`). A list or object under a secret key
+/// is hidden whole: its items are the secret (`"api_key": ["sk-…"]`).
 ///
 /// A final `...` counts as the end of the text: it is what S5 appends, and were it read as
 /// part of a value cut at the limit, sanitizing the result again would change it.
@@ -51,7 +51,7 @@ pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> 
         (None, _) => return None,
         (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => escaped_quoted(b, i + 2, q),
         (Some(&q @ (b'"' | b'\'')), _) => quoted(b, i + 1, q),
-        (Some(b'{' | b'['), _) => return None,
+        (Some(&open @ (b'{' | b'[')), _) => bracketed(b, i, open),
         _ if kind == KeyKind::Header => to_line_end(b, i),
         _ => unquoted_word(b, i),
     };
@@ -109,6 +109,38 @@ fn escaped_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
     }
     Extent {
         hide: from..b.len(),
+        resume: b.len(),
+    }
+}
+
+/// A `[…]` or `{…}` value opening at `from`: its content up to the matching bracket, quoted
+/// strings skipped whole. Unterminated: the content runs to the end.
+fn bracketed(b: &[u8], from: usize, open: u8) -> Extent {
+    let close = if open == b'[' { b']' } else { b'}' };
+    let mut depth = 0usize;
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        match c {
+            b'"' | b'\'' => {
+                j = quoted(b, j + 1, c).resume;
+                continue;
+            }
+            _ if c == open => depth += 1,
+            _ if c == close => {
+                depth -= 1;
+                if depth == 0 {
+                    return Extent {
+                        hide: from + 1..j,
+                        resume: j + 1,
+                    };
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    Extent {
+        hide: from + 1..b.len(),
         resume: b.len(),
     }
 }
