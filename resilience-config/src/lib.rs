@@ -28,6 +28,7 @@ mod diagnostics;
 mod entries;
 mod env;
 mod keys;
+mod members;
 mod overrides;
 mod parse;
 mod plan;

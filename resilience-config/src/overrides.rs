@@ -6,15 +6,18 @@
 //!
 //! - over [`MAX_OVERRIDES_LEN`] characters: rejected whole, one warning (C6);
 //! - a `service_name` key is ignored (C7);
-//! - any invalid value skips that service's whole override; the others still apply (C8);
+//! - any invalid value skips that service's whole override; the others still apply (C8),
+//!   including a number JSON cannot hold (`1e400`) and a repeated key (a service or a setting
+//!   given twice: which one was meant is unknown), each reported at its path;
 //! - a service whose override is not an object is ignored (C9);
 //! - unknown keys warn, naming the key and service, with the closest valid key (C10).
 
 use crate::diagnostics::{shown, Diagnostic, DiagnosticKind, Diagnostics};
+use crate::members::Members;
 use crate::parse::{self, Secs};
 use crate::settings::ServiceSettings;
 use crate::source::Source;
-use crate::suggest::closest;
+use crate::suggest::{closest, closest_within};
 use crate::table::{built_in_category, BUILT_IN_SERVICES};
 use resilience_core::backoff::BackoffStrategy;
 use serde_json::Value;
@@ -129,32 +132,53 @@ pub(crate) fn parse(
         ));
         return out;
     }
-    let services = match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(map)) => map,
-        Ok(other) => {
-            let got = json_type(&other);
-            diags.push(whole(
-                DiagnosticKind::InvalidJson,
-                format!("must be a JSON object of service names, got {got}; all overrides ignored"),
-            ));
-            return out;
-        }
+    let services = match Members::parse(raw) {
+        Ok(services) => services,
         Err(e) => {
-            let why = resilience_core::sanitize(&e.to_string()).into_owned();
-            diags.push(whole(
-                DiagnosticKind::InvalidJson,
-                format!("is not valid JSON ({why}); all overrides ignored"),
-            ));
+            let message = match serde_json::from_str::<Value>(raw) {
+                Ok(other) if !other.is_object() => format!(
+                    "must be a JSON object of service names, got {}; all overrides ignored",
+                    json_type(&other)
+                ),
+                _ => {
+                    let why = resilience_core::sanitize(&e.to_string()).into_owned();
+                    format!("is not valid JSON ({why}); all overrides ignored")
+                }
+            };
+            diags.push(whole(DiagnosticKind::InvalidJson, message));
             return out;
         }
     };
     let mut ctx = Ctx { env_var, diags };
-    for (service, value) in &services {
-        if let Some(ov) = ctx.service(service, value) {
+    for (i, (service, value)) in services.0.iter().enumerate() {
+        let times = services.count(service);
+        if times > 1 {
+            // Which of them was meant is unknown: none is applied (C8), and it is said once.
+            if services.is_first(i) {
+                ctx.push(
+                    DiagnosticKind::InvalidValue,
+                    segment(service),
+                    format!(
+                        "`{}` appears {times} times; all its overrides are skipped",
+                        segment(service)
+                    ),
+                );
+            }
+            continue;
+        }
+        if let Some(ov) = ctx.service(service, value.get()) {
             out.insert(service.clone(), ov);
         }
     }
     out
+}
+
+/// What a raw JSON value is, for a message: its type and (sanitized, shortened) text.
+fn raw_type(raw: &str) -> String {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => json_type(&v),
+        Err(_) => shown(raw),
+    }
 }
 
 struct Ctx<'a> {
@@ -168,7 +192,7 @@ impl Ctx<'_> {
             .push(Diagnostic::json(kind, self.env_var, path, message));
     }
 
-    fn service(&mut self, service: &str, value: &Value) -> Option<ServiceOverride> {
+    fn service(&mut self, service: &str, value: &str) -> Option<ServiceOverride> {
         let svc = segment(service);
         if service.trim().is_empty() {
             self.push(
@@ -178,8 +202,8 @@ impl Ctx<'_> {
             );
             return None;
         }
-        let Value::Object(fields) = value else {
-            let got = json_type(value);
+        let Ok(fields) = Members::parse(value) else {
+            let got = raw_type(value);
             self.push(
                 DiagnosticKind::NotAnObject,
                 svc,
@@ -190,8 +214,13 @@ impl Ctx<'_> {
         self.suspect_name(service, &svc);
         let mut ov = ServiceOverride::default();
         let mut valid = true;
-        for (key, v) in fields {
+        for (i, (key, v)) in fields.0.iter().enumerate() {
             let path = format!("{svc}.{}", segment(key));
+            if !self.once(&fields, i, &path, &svc) {
+                valid = false;
+                continue;
+            }
+            let v = v.get();
             match key.as_str() {
                 SERVICE_NAME => trace_ignored(&path),
                 "retry" => valid &= self.section(&mut ov, &svc, &path, v, &RETRY_KEYS),
@@ -204,7 +233,7 @@ impl Ctx<'_> {
                     } else {
                         did_you_mean(key, &SECTIONS)
                     };
-                    self.unknown_key(path, service, &hint);
+                    self.unknown_key(path, &svc, &hint);
                 }
             }
         }
@@ -217,11 +246,11 @@ impl Ctx<'_> {
         ov: &mut ServiceOverride,
         service: &str,
         path: &str,
-        value: &Value,
+        value: &str,
         keys: &[&str],
     ) -> bool {
-        let Value::Object(fields) = value else {
-            let got = json_type(value);
+        let Ok(fields) = Members::parse(value) else {
+            let got = raw_type(value);
             self.push(
                 DiagnosticKind::InvalidValue,
                 path.to_owned(),
@@ -232,12 +261,18 @@ impl Ctx<'_> {
             return false;
         };
         let mut valid = true;
-        for (key, v) in fields {
+        for (i, (key, v)) in fields.0.iter().enumerate() {
             let field_path = format!("{path}.{}", segment(key));
-            if key == SERVICE_NAME {
+            if !self.once(&fields, i, &field_path, service) {
+                valid = false;
+            } else if key == SERVICE_NAME {
                 trace_ignored(&field_path);
             } else if keys.contains(&key.as_str()) {
-                if let Err(why) = ov.set(key, v) {
+                let parsed = serde_json::from_str::<Value>(v.get()).map_err(|e| {
+                    let why = resilience_core::sanitize(&e.to_string()).into_owned();
+                    format!("cannot be read ({why}), got {}", shown(v.get()))
+                });
+                if let Err(why) = parsed.and_then(|v| ov.set(key, &v)) {
                     valid = false;
                     self.push(
                         DiagnosticKind::InvalidValue,
@@ -251,6 +286,23 @@ impl Ctx<'_> {
             }
         }
         valid
+    }
+
+    /// Whether the member at `index` has a key of its own; a repeated key (C10) is reported
+    /// once, at its first appearance, and makes the service's override invalid (C8).
+    fn once(&mut self, members: &Members, index: usize, path: &str, service: &str) -> bool {
+        let times = members.count(&members.0[index].0);
+        if times == 1 {
+            return true;
+        }
+        if members.is_first(index) {
+            self.push(
+                DiagnosticKind::InvalidValue,
+                path.to_owned(),
+                format!("appears {times} times; the override for `{service}` is skipped"),
+            );
+        }
+        false
     }
 
     fn unknown_key(&mut self, path: String, service: &str, hint: &str) {
@@ -268,7 +320,9 @@ impl Ctx<'_> {
             return;
         }
         let names: Vec<&str> = BUILT_IN_SERVICES.iter().map(|(n, _)| *n).collect();
-        if let Some(near) = closest(service, &names) {
+        // A typo is an edit or two; a third of the name (the key rule) would flag ordinary
+        // custom services (`user_service` is 4 edits from `plan_service`).
+        if let Some(near) = closest_within(service, &names, |_| 2) {
             self.push(
                 DiagnosticKind::SuspectServiceName,
                 svc.to_owned(),

@@ -20,9 +20,14 @@ pub(crate) enum Secs {
 /// A whole number `>= min`, from text: `3.5`, `3.0`, `-1` and `three` are rejected.
 pub(crate) fn count_text(text: &str, min: u32) -> Result<u32, String> {
     let t = text.trim();
-    let n: u64 = t
-        .parse()
-        .map_err(|_| format!("must be a whole number >= {min}, got {}", shown(text)))?;
+    let n: u64 = t.parse().map_err(|_| {
+        // All digits, but past u64: the number is whole, just too large.
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            format!("must be at most {}, got {}", u32::MAX, shown(text))
+        } else {
+            format!("must be a whole number >= {min}, got {}", shown(text))
+        }
+    })?;
     check_count(n, min, &shown(text))
 }
 
@@ -33,6 +38,10 @@ pub(crate) fn count_json(value: &Value, min: u32) -> Result<u32, String> {
         Value::Number(n) => match (n.as_u64(), n.as_i64()) {
             (Some(n), _) => check_count(n, min, &text),
             (None, Some(_)) => Err(format!("must be >= {min}, got {text}")),
+            // A whole number past u64 arrives as a float (`1e+23`).
+            (None, None) if n.as_f64().is_some_and(|f| f >= 1.0 && f.fract() == 0.0) => {
+                Err(format!("must be at most {}, got {text}", u32::MAX))
+            }
             (None, None) => Err(format!("must be a whole number >= {min}, got {text}")),
         },
         _ => Err(format!("must be a whole number >= {min}, got {text}")),
@@ -66,12 +75,14 @@ pub(crate) fn secs_json(value: &Value, rule: Secs) -> Result<f64, String> {
 }
 
 fn check_secs(secs: f64, rule: Secs, shown_value: &str) -> Result<f64, String> {
+    // `try_from_secs_f64` also rejects NaN and infinities.
+    let duration = Duration::try_from_secs_f64(secs);
     let in_range = match rule {
         Secs::NonNegative => secs >= 0.0,
-        Secs::Positive => secs > 0.0,
+        // What the policy will hold, not the float: `1e-10` rounds to a zero `Duration`.
+        Secs::Positive => duration.as_ref().is_ok_and(|d| *d > Duration::ZERO),
     };
-    // `try_from_secs_f64` also rejects NaN and infinities.
-    if !in_range || Duration::try_from_secs_f64(secs).is_err() {
+    if !in_range || duration.is_err() {
         return Err(format!("{}, got {shown_value}", secs_rule(rule)));
     }
     Ok(secs)
@@ -80,7 +91,7 @@ fn check_secs(secs: f64, rule: Secs, shown_value: &str) -> Result<f64, String> {
 fn secs_rule(rule: Secs) -> &'static str {
     match rule {
         Secs::NonNegative => "must be a finite number of seconds >= 0",
-        Secs::Positive => "must be a finite number of seconds > 0",
+        Secs::Positive => "must be a finite number of seconds > 0 (at least 1e-9)",
     }
 }
 

@@ -3,11 +3,21 @@
 /// The option closest to `typed` by edit distance (ignoring ASCII case), if it is close enough
 /// to be a plausible typo: at most a third of the longer name's length, and at least 1.
 pub(crate) fn closest<'a>(typed: &str, options: &[&'a str]) -> Option<&'a str> {
+    closest_within(typed, options, |longer| (longer / 3).max(1))
+}
+
+/// The option closest to `typed` (ignoring ASCII case) within `bound(longer name's length)`
+/// edits.
+pub(crate) fn closest_within<'a>(
+    typed: &str,
+    options: &[&'a str],
+    bound: impl Fn(usize) -> usize,
+) -> Option<&'a str> {
     let typed = typed.to_ascii_lowercase();
     options
         .iter()
         .map(|&o| (edit_distance(&typed, &o.to_ascii_lowercase()), o))
-        .filter(|&(d, o)| d <= (typed.len().max(o.len()) / 3).max(1))
+        .filter(|&(d, o)| d <= bound(typed.len().max(o.len())))
         .min_by_key(|&(d, _)| d)
         .map(|(_, o)| o)
 }

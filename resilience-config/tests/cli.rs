@@ -230,3 +230,39 @@ fn explain_marks_a_base_delay_under_the_strategy_floor() {
     let base = row(&stdout(&o), "trace_service", "retry.base_delay");
     assert!(base.contains("0.5 s (floor 2.0 s)"), "{base}");
 }
+
+/// C11: a custom service is valid; only a name an edit or two from a built-in one is
+/// suspect, and `check` shows that as a warning without failing (it used to flag
+/// `user_service` as "did you mean `plan_service`?" and exit 1).
+#[test]
+fn c11_check_passes_custom_services_and_warns_on_a_near_miss() {
+    for name in [
+        "user_service",
+        "auth_service",
+        "chat_service",
+        "cache_service",
+    ] {
+        let json = format!(r#"{{"{name}": {{"retry": {{"max_attempts": 5}}}}}}"#);
+        let o = run(&["check"], &[(OVERRIDES, &json)]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stdout(&o));
+        assert!(
+            !stdout(&o).contains("did you mean"),
+            "{name}: {}",
+            stdout(&o)
+        );
+    }
+    let o = run(
+        &["check"],
+        &[(
+            OVERRIDES,
+            r#"{"plan_servce": {"retry": {"max_attempts": 5}}}"#,
+        )],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("warning:") && out.contains("did you mean `plan_service`"),
+        "{out}"
+    );
+    assert!(out.contains("OK:"), "{out}");
+}

@@ -337,3 +337,88 @@ fn c8_an_empty_service_name_is_reported_and_ignored() {
         .all(|d| d.kind() == DiagnosticKind::InvalidValue));
     assert_eq!(c.service_names().len(), 11);
 }
+
+/// C8: a number serde_json cannot hold (`1e400`) is one service's invalid value, reported at
+/// its path; the other services still apply (it used to fail the whole string).
+#[test]
+fn c8_a_number_out_of_range_skips_only_its_service() {
+    let c = with_overrides(
+        r#"{"a_svc": {"retry": {"base_delay": 1e400}}, "plan_service": {"retry": {"max_attempts": 5}}}"#,
+    );
+    assert_eq!(resolve(&c, "plan_service").max_attempts.value, 5);
+    assert_ne!(resolve(&c, "a_svc").base_delay.source, Source::Json);
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].kind(), DiagnosticKind::InvalidValue);
+    assert_eq!(d[0].path(), Some("a_svc.retry.base_delay"));
+    assert!(d[0].to_string().contains("1e400"), "{}", d[0]);
+}
+
+/// C10, C8: a repeated key is an error naming it, not a silent last-wins: at the top level
+/// (the service is skipped whole: which of its overrides was meant is unknown) and inside a
+/// section (that service's override is skipped). Other services still apply.
+#[test]
+fn c10_a_repeated_key_is_reported_and_its_service_skipped() {
+    let c = with_overrides(
+        r#"{"plan_service": {"retry": {"max_attempts": 5}},
+            "plan_service": {"circuit_breaker": {"failure_threshold": 2}},
+            "trace_service": {"retry": {"max_attempts": 4, "max_attempts": 7}},
+            "context_service": {"retry": {"max_attempts": 6}}}"#,
+    );
+    let plan = resolve(&c, "plan_service");
+    assert_eq!(plan.max_attempts.source, Source::BuiltIn);
+    assert_eq!(plan.failure_threshold.source, Source::BuiltIn);
+    assert_eq!(
+        resolve(&c, "trace_service").max_attempts.source,
+        Source::BuiltIn
+    );
+    assert_eq!(resolve(&c, "context_service").max_attempts.value, 6);
+    let d = c.diagnostics();
+    let paths: Vec<_> = d.iter().map(|d| d.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            Some("plan_service"),
+            Some("trace_service.retry.max_attempts")
+        ],
+        "{d:?}"
+    );
+    assert!(d[0].to_string().contains("appears 2 times"), "{}", d[0]);
+    assert!(d[1].to_string().contains("appears 2 times"), "{}", d[1]);
+}
+
+/// A total timeout that rounds to a zero `Duration` (`1e-10`) is invalid when read, not a
+/// policy that fails to build later.
+#[test]
+fn c8_a_total_timeout_below_a_nanosecond_is_invalid() {
+    let c = with_overrides(r#"{"plan_service": {"retry": {"total_timeout": 1e-10}}}"#);
+    assert_eq!(c.diagnostics().len(), 1, "{:?}", c.diagnostics());
+    assert_eq!(
+        c.diagnostics()[0].path(),
+        Some("plan_service.retry.total_timeout")
+    );
+    assert!(resolve(&c, "plan_service").retry_policy().is_ok());
+}
+
+/// An unknown key under a service name that holds a secret: the message says the name
+/// sanitized, like its path (it used to carry it raw to the log).
+#[test]
+fn c10_an_unknown_key_message_sanitizes_the_service_name() {
+    let c = with_overrides(r#"{"https://u:hunter2@h": {"bogus": 1}}"#);
+    assert!(!c.diagnostics().is_empty());
+    for d in c.diagnostics() {
+        assert!(!d.to_string().contains("hunter2"), "{d}");
+    }
+}
+
+/// A whole number past u64 is "too large", not "not a whole number".
+#[test]
+fn c1_a_count_past_u64_says_it_is_too_large() {
+    let c =
+        with_overrides(r#"{"plan_service": {"retry": {"max_attempts": 99999999999999999999999}}}"#);
+    let message = c.diagnostics()[0].to_string();
+    assert!(message.contains("at most 4294967295"), "{message}");
+    let c = config(&[("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "99999999999999999999")]);
+    let message = c.diagnostics()[0].to_string();
+    assert!(message.contains("at most 4294967295"), "{message}");
+}
