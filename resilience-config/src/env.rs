@@ -208,19 +208,31 @@ impl Reader<'_> {
         let mut names = self.source.var_names();
         names.sort();
         for name in names {
-            if !families.iter().any(|f| name.starts_with(f.as_str()))
-                || known.contains(&name.as_str())
-            {
+            let Some(family) = families.iter().find(|f| name.starts_with(f.as_str())) else {
+                continue;
+            };
+            if known.contains(&name.as_str()) {
                 continue;
             }
+            let overrides = GlobalKey::ServiceOverrides.env_var(self.prefix);
             let hint = if name.contains("HALF_OPEN") || name.contains("COOLDOWN_SECONDS") {
                 format!(
-                    "; per-service breaker settings go in {} (circuit_breaker.half_open_max_successes, circuit_breaker.cooldown_seconds)",
-                    GlobalKey::ServiceOverrides.env_var(self.prefix)
+                    "; per-service breaker settings go in {overrides} (circuit_breaker.half_open_max_successes, circuit_breaker.cooldown_seconds)"
+                )
+            } else if name.ends_with("TOTAL_TIMEOUT") {
+                format!(
+                    "; the total timeout is set per service in {overrides} (retry.total_timeout)"
                 )
             } else {
-                closest(&name, &known)
-                    .map(|k| format!("; did you mean {k}?"))
+                // Only the part after the family counts: the shared prefix would make any two
+                // names of a family look alike (`…_RETRY_API_TOKEN` is not a typo of `…_JITTER`).
+                let typed = &name[family.len()..];
+                let suffixes: Vec<&str> = known
+                    .iter()
+                    .filter_map(|k| k.strip_prefix(family.as_str()))
+                    .collect();
+                closest(typed, &suffixes)
+                    .map(|k| format!("; did you mean {family}{k}?"))
                     .unwrap_or_default()
             };
             let message = format!("not a configuration variable; ignored{hint}");

@@ -218,3 +218,30 @@ fn c1_misspelt_prefixed_variables_are_reported_with_a_suggestion() {
         .message()
         .contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS"));
 }
+
+/// C10: a "did you mean" for an unknown variable compares what follows the family prefix, so
+/// an unrelated name gets no false hint, and a total timeout is pointed to the overrides.
+#[test]
+fn c10_env_hints_compare_the_name_after_its_family() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_API_TOKEN", "x"),
+        ("CLEVERAGENTS_RETRY_TOTAL_TIMEOUT", "30"),
+        ("CLEVERAGENTS_RETRY_MAX_ATEMPTS", "3"),
+    ]);
+    let message = |var: &str| {
+        c.diagnostics()
+            .iter()
+            .find(|d| d.to_string().contains(var))
+            .unwrap_or_else(|| panic!("no diagnostic for {var}: {:?}", c.diagnostics()))
+            .to_string()
+    };
+    assert!(
+        !message("RETRY_API_TOKEN").contains("did you mean"),
+        "{}",
+        message("RETRY_API_TOKEN")
+    );
+    let total = message("RETRY_TOTAL_TIMEOUT");
+    assert!(!total.contains("did you mean"), "{total}");
+    assert!(total.contains("retry.total_timeout"), "{total}");
+    assert!(message("RETRY_MAX_ATEMPTS").contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS?"));
+}
