@@ -64,7 +64,7 @@ impl ResourceState {
         self.note_zone();
 
         match limited {
-            Some(kind) => self.on_limited(agent, kind, obs, now, downstream),
+            Some(kind) => self.on_limited(agent, kind, obs, reset_at, now, downstream),
             None if obs.status() < 400 => {
                 if self.cascade.good(!self.block.blocked(n), &self.cfg.cascade) {
                     tracing::info!(resource = %self.name, "governor: limit cleared, sequential mode off (G4)");
@@ -101,14 +101,15 @@ impl ResourceState {
         agent: AgentId,
         kind: LimitKind,
         obs: &Observation,
+        reset_at: Option<Nanos>,
         now: Now,
         downstream: &[AgentId],
     ) {
         let n = ns(now.mono);
         let windows = &self.cfg.retry_windows;
-        if kind == LimitKind::Primary {
-            self.quota.exhaust();
-        }
+        // A primary limit whose reset is already past is a late (or clock-skewed) response
+        // from a window that is over: it says nothing of this one's quota.
+        let late = kind == LimitKind::Primary && reset_at.is_some_and(|r| r <= n);
         // GitHub's documented order: retry-after; else the reset if the quota is spent; else
         // a default (60 s).
         let wait = match obs.retry_after() {
@@ -116,12 +117,16 @@ impl ResourceState {
             Some(RetryAfter::At(epoch)) => {
                 ns(Duration::from_secs(epoch)).saturating_sub(ns(now.unix))
             }
+            None if late => ns(windows.reset_margin),
             None if kind == LimitKind::Primary && self.quota.reset_at.is_some() => self
                 .quota
                 .time_to_reset(n)
                 .saturating_add(ns(windows.reset_margin)),
             None => ns(windows.default_block),
         };
+        if kind == LimitKind::Primary && !late {
+            self.quota.exhaust(n.saturating_add(wait));
+        }
         if self.block.extend(n.saturating_add(wait), windows) {
             tracing::warn!(
                 resource = %self.name,

@@ -183,7 +183,11 @@ impl Pool {
 
     /// The window's quota less all live reservations.
     pub fn size(&self, limit: u64) -> u64 {
-        let reserved: u64 = self.iter().filter(|u| u.alive).map(|u| u.reserved).sum();
+        // Saturating: a huge limit (`u64::MAX` for "unlimited") makes huge reservations.
+        let reserved = self
+            .iter()
+            .filter(|u| u.alive)
+            .fold(0u64, |sum, u| sum.saturating_add(u.reserved));
         limit.saturating_sub(reserved)
     }
 
@@ -206,7 +210,9 @@ impl Pool {
 
     /// Recomputes the total hold after liveness or reservations changed.
     pub fn recompute(&mut self) {
-        self.total_hold = self.iter().map(Usage::hold).sum();
+        self.total_hold = self
+            .iter()
+            .fold(0u64, |sum, u| sum.saturating_add(u.hold()));
     }
 
     /// A new window: nothing used, reservations from the (possibly new) limit.

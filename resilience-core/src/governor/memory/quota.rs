@@ -151,8 +151,13 @@ impl Quota {
         out
     }
 
-    /// The quota is spent (a primary limit was hit).
-    pub fn exhaust(&mut self) {
+    /// The quota is spent (a primary limit was hit), until the window resets; with no reset
+    /// known (no header, no grant yet this window), until `until`, so a spent quota always
+    /// comes back (it used to stay at 0 for good).
+    pub fn exhaust(&mut self, until: Nanos) {
         self.remaining = 0;
+        if self.reset_at.is_none() {
+            self.reset_at = Some(until);
+        }
     }
 }
