@@ -1,7 +1,7 @@
 // Not compiled: failing tests for governor defects found by the review of 2026-12-02 and
 // not fixed yet (see the closing note of that session). Each asserts the behaviour the
-// contract asks for, so each FAILS on the code as it is. To work on one, copy this file to
-// resilience-core/tests/ and run `cargo test -p resilience-core --test <name>`; move each test
+// contract asks for, so each FAILS on the code as it is. To work on one, copy this file up one level,
+// to resilience-core/tests/, and run `cargo test -p resilience-core --test <name>`; move each test
 // into a real suite, under a name citing its G item, once its fix lands. The four fixed that
 // day are in resilience-core/tests/governor_lockout.rs.
 //! Adversarial review tests (each is expected to FAIL on the current code).
