@@ -20,7 +20,9 @@
 //! `://user:pass@host` and `://user@host` both become `://***@host`. The user part alone is
 //! hidden too, because tokens are often passed as the user
 //! (`https://ghp_…@github.com`). The last `@` is used so a password containing `@` does not
-//! leak its tail.
+//! leak its tail; in the `user:password` form the password may also hold an unencoded `/`,
+//! `?` or `#` (it then runs to the last `@` before whitespace, which may hide more than the
+//! userinfo, never less).
 //!
 //! **S2, key–value pairs.** A key, a separator, a value. A key is secret when it *ends* with
 //! one of: `api_key`, `password`, `passwd`, `passphrase`, `secret`, `secret_key`,
@@ -45,15 +47,17 @@
 //!   value, so `password=a,b;c` is hidden whole while `password=x&user=bob` keeps
 //!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. An unquoted
 //!   password containing a space cannot be told apart from prose and leaks after the space.
-//! - A value that opens with `{` or `[` is not hidden as a whole: the keys inside it are
-//!   scanned in turn. The markers `None`, `null`, `nil`, `true` and `false` are kept, as
-//!   they hide nothing and say something useful.
+//! - A value that opens with `{` or `[` is hidden whole, up to its matching bracket (quoted
+//!   strings inside skipped): under a secret key, its items are the secret. The markers
+//!   `None`, `null`, `nil`, `true` and `false` are kept, as they hide nothing and say
+//!   something useful.
 //!
 //! **Bare credentials**, wherever they appear, by their well-known shape: GitHub tokens
 //! (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` + 20 or more, `github_pat_…`), JWTs
-//! (`eyJ….….…`), AWS access key ids (`AKIA`/`ASIA` + 16 or more), Slack tokens
-//! (`xoxb-…` etc.) and the body of a PEM private key (`-----BEGIN … PRIVATE KEY-----`, kept,
-//! then `***`). Lengths are open-ended on purpose: a shorter run never matches where a longer
+//! (`eyJ….….…`, unsigned ones too), AWS access key ids (`AKIA`/`ASIA` + 16 or more), Slack
+//! tokens (`xoxb-…` etc.), LLM provider keys (`sk-` + 20 or more, so `sk-proj-…`,
+//! `sk-ant-…`) and the body of a PEM private key (`-----BEGIN … PRIVATE KEY-----`, kept,
+//! then `***`; newlines escaped as `\n` count as newlines). Lengths are open-ended on purpose: a shorter run never matches where a longer
 //! one did not, which keeps truncation idempotent.
 //!
 //! **S3, headers.** `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` are
