@@ -95,3 +95,39 @@ fn g2_an_unlimited_quota_does_not_overflow_the_pool() {
     let snap = rig.gov.snapshot(rig.core).unwrap();
     assert!(snap.pool_free <= snap.remaining);
 }
+
+/// An HTTP-date Retry-After is capped like the delay form, at a week (year 9999 used to
+/// block for about 236 years).
+#[test]
+fn g6_a_far_future_http_date_retry_after_is_capped_at_a_week() {
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let obs = Observation::new(429).with_header("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT");
+    let _ = rig.gov.observe_without_grant(a, rig.core, &obs);
+    let blocked = rig.gov.snapshot(rig.core).unwrap().blocked_for.unwrap();
+    assert!(blocked <= secs(7 * 86_400), "blocked for {blocked:?}");
+}
+
+/// A reset in epoch milliseconds (13 digits) reads as centuries away: it is ignored as
+/// implausible (more than two windows), so the limit blocks for the default, not for ~528
+/// years.
+#[test]
+fn g6_a_reset_sent_in_epoch_milliseconds_is_ignored() {
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let ms_epoch = (rig.reset_epoch(60) * 1000).to_string();
+    let obs = Observation::from_headers(
+        429,
+        [
+            ("x-ratelimit-remaining", "0".to_string()),
+            ("x-ratelimit-reset", ms_epoch),
+        ],
+    );
+    let _ = rig.gov.observe_without_grant(a, rig.core, &obs);
+    let blocked = rig.gov.snapshot(rig.core).unwrap().blocked_for.unwrap();
+    assert!(blocked <= secs(3_600), "blocked for {blocked:?}");
+    // And the quota comes back after it, not in ~528 years.
+    rig.advance(blocked + secs(61));
+    let d = rig.decide(a, &Request::read());
+    assert!(d.is_go(), "{d:?}");
+}

@@ -21,33 +21,6 @@ fn small(limit: u64, window: Duration) -> ResourceConfig {
     c
 }
 
-/// D2: an HTTP-date Retry-After is not capped like the delay form (a week).
-#[test]
-fn far_future_http_date_retry_after_is_capped_like_delay_seconds() {
-    let rig = Rig::new(light_only());
-    let a = rig.agent("data", Priority::P1);
-    let obs = Observation::new(429).with_header("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT");
-    let _ = rig.gov.observe_without_grant(a, rig.core, &obs);
-    let blocked = rig.gov.snapshot(rig.core).unwrap().blocked_for.unwrap();
-    assert!(blocked <= secs(7 * 86_400), "blocked for {blocked:?}");
-}
-
-/// D2b: a reset in epoch *milliseconds* (13 digits) is taken as seconds: a primary limit then
-/// blocks for centuries.
-#[test]
-fn millisecond_epoch_reset_blocks_for_centuries() {
-    let rig = Rig::new(light_only());
-    let a = rig.agent("data", Priority::P1);
-    let ms_epoch = (rig.reset_epoch(60) * 1000).to_string();
-    let obs = Observation::from_headers(
-        429,
-        [("x-ratelimit-remaining", "0".to_string()), ("x-ratelimit-reset", ms_epoch)],
-    );
-    let _ = rig.gov.observe_without_grant(a, rig.core, &obs);
-    let blocked = rig.gov.snapshot(rig.core).unwrap().blocked_for.unwrap();
-    assert!(blocked <= secs(7 * 86_400), "blocked for {blocked:?}");
-}
-
 /// D3: after the quota runs out by the governor's own accounting (no 429 seen), every agent
 /// is refused with the SAME retry_after; at the reset they all come back and are all granted
 /// in the same instant (no jitter, no pacing) -- a herd.

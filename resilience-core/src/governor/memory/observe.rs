@@ -9,6 +9,9 @@ use super::state::ResourceState;
 use super::time::{dur, ns, Nanos};
 use std::time::Duration;
 
+/// The longest block one response can set: a week, as for a Retry-After delay.
+const MAX_BLOCK: Duration = Duration::from_secs(7 * 86_400);
+
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 impl ResourceState {
@@ -46,7 +49,12 @@ impl ResourceState {
         }
         self.pool.touch(agent, n, false);
         let limited = obs.limit_kind();
-        let reset_at = obs.reset().map(|r| reset_to_mono(r, now));
+        // A reset more than two windows away is not one this quota can have (a reset sent in
+        // epoch milliseconds reads as centuries): ignored, like a malformed header.
+        let reset_at = obs
+            .reset()
+            .map(|r| reset_to_mono(r, now))
+            .filter(|&r| r.saturating_sub(n) <= ns(self.cfg.quota.window).saturating_mul(2));
         let applied = self.quota.apply(
             obs.limit(),
             obs.remaining(),
@@ -124,6 +132,9 @@ impl ResourceState {
                 .saturating_add(ns(windows.reset_margin)),
             None => ns(windows.default_block),
         };
+        // The delay form of Retry-After is capped at a week when parsed; an HTTP-date (or a
+        // far reset) is capped here the same way, so no header blocks for years.
+        let wait = wait.min(ns(MAX_BLOCK));
         if kind == LimitKind::Primary && !late {
             self.quota.exhaust(n.saturating_add(wait));
         }
