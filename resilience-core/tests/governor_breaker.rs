@@ -16,13 +16,18 @@ fn breaker_only() -> ResourceConfig {
     c
 }
 
+/// A reading of `remaining` of 5000 in the window that resets at 3600 s.
+fn reading(rig: &Rig, remaining: u64) -> Observation {
+    rig.ok(remaining, 5000, 3600 - rig.now().as_secs())
+}
+
 /// Readings of 2500, 2400, 2300 of 5000 one second apart: 100/s, 23 s of quota left.
 fn burn(rig: &Rig, a: resilience_core::governor::AgentId) -> bool {
     let mut open = false;
     for r in [2500, 2400, 2300] {
         open = rig
             .gov
-            .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600))
+            .observe_without_grant(a, rig.core, &reading(rig, r))
             .breaker_open;
         rig.advance(S);
     }
@@ -51,7 +56,7 @@ fn g3_a_slower_burn_does_not_open() {
         // 50/s: 48 s of quota left, beyond the 30 s horizon.
         assert!(
             !rig.gov
-                .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600))
+                .observe_without_grant(a, rig.core, &reading(&rig, r))
                 .breaker_open
         );
         rig.advance(S);
@@ -72,7 +77,7 @@ fn g3_open_sheds_background_paces_standard_and_passes_critical() {
     );
     assert_eq!(r.retry_after, secs(30));
     let g = go(rig.decide(p1, &Request::read()));
-    rig.gov.release(g);
+    rig.made(g);
     let w = wait(rig.decide(p1, &Request::read()));
     assert_eq!(w.reason, WaitReason::Predictive);
     // Spend what is left evenly until reset: (3600 - 3) s / 2299 per call.
@@ -84,7 +89,7 @@ fn g3_open_sheds_background_paces_standard_and_passes_critical() {
     rig.gov.cancel(&w.ticket);
     for _ in 0..10 {
         let g = go(rig.decide(p0, &Request::read()));
-        rig.gov.release(g);
+        rig.made(g);
     }
 }
 
@@ -99,7 +104,7 @@ fn g3_closes_after_three_good_observations() {
     for r in [2290, 2289, 2288] {
         states.push(
             rig.gov
-                .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600))
+                .observe_without_grant(a, rig.core, &reading(&rig, r))
                 .breaker_open,
         );
         rig.advance(S);
@@ -116,19 +121,19 @@ fn g3_a_bad_observation_restarts_the_count() {
     rig.advance(secs(20));
     for r in [2290, 2289] {
         rig.gov
-            .observe_without_grant(a, rig.core, &rig.ok(r, 5000, 3600));
+            .observe_without_grant(a, rig.core, &reading(&rig, r));
         rig.advance(S);
     }
     // A fresh burst: 2289 -> 1800 in a second.
     assert!(
         rig.gov
-            .observe_without_grant(a, rig.core, &rig.ok(1800, 5000, 3600))
+            .observe_without_grant(a, rig.core, &reading(&rig, 1800))
             .breaker_open
     );
     rig.advance(S);
     assert!(
         rig.gov
-            .observe_without_grant(a, rig.core, &rig.ok(1799, 5000, 3600))
+            .observe_without_grant(a, rig.core, &reading(&rig, 1799))
             .breaker_open
     );
 }
@@ -145,4 +150,26 @@ fn g3_also_opens_on_a_rate_limit_and_the_horizon_is_configurable() {
     let rig = Rig::new(cfg);
     let a = rig.agent("data", Priority::P1);
     assert!(!burn(&rig, a), "23 s left is outside a 10 s horizon");
+}
+
+/// Tripped by a 429, the breaker does not outlive the window: in a fresh window, with a full
+/// quota and only background agents asking (nothing else would bring good readings), P2 is
+/// served again.
+#[test]
+fn g3_a_new_quota_window_closes_the_breaker() {
+    let mut cfg = ResourceConfig::default();
+    cfg.quota.window = secs(600);
+    let rig = Rig::new(cfg);
+    let ralph = rig.agent("ralph", Priority::P2);
+    rig.call(ralph, &rig.ok(4000, 5000, 600));
+    rig.advance(S);
+    let g = go(rig.decide(ralph, &Request::read()));
+    let _ = rig
+        .gov
+        .observe(g, &Observation::new(429).with_header("retry-after", "1"));
+    assert!(rig.gov.snapshot(rig.core).unwrap().breaker_open);
+    rig.advance(secs(700)); // the block is over and the window has reset
+    let snap = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!((snap.remaining, snap.breaker_open), (5000, false));
+    assert!(rig.decide(ralph, &Request::read()).is_go());
 }

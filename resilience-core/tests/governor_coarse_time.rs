@@ -70,8 +70,14 @@ fn rig(cfg: ResourceConfig, gcfg: GovernorConfig) -> (TickClock, Governor, Resou
     (clock, gov, core)
 }
 
+/// Grants `req` and releases it unused: no clock read, no lease renewal, nothing spent.
 fn grant_now(gov: &Governor, a: AgentId, core: ResourceId, req: &Request<'_>) {
     gov.release(go(gov.decide(a, core, req)));
+}
+
+/// Grants `req` and reports the call made (it counts as spent).
+fn spend_now(gov: &Governor, a: AgentId, core: ResourceId, req: &Request<'_>) {
+    made_on(gov, go(gov.decide(a, core, req)));
 }
 
 #[test]
@@ -139,15 +145,15 @@ fn g8_an_assumed_quota_window_is_anchored_on_the_precise_clock() {
     let a = gov.register("picard", Priority::P1).unwrap();
     let b = gov.register("data", Priority::P1).unwrap();
     clock.set(ms(5_003)); // coarse: 5.000 s
-    grant_now(&gov, a, core, &Request::read());
+    spend_now(&gov, a, core, &Request::read());
     let snap = gov.snapshot(core).unwrap();
     assert_eq!(snap.reset_in, Some(secs(3600)), "not 3600 s less the lag");
     // The window resets at 3605.003 s exactly: a coarse reading of 3605.000 s is within a
     // lag of it, so the fast path steps aside and the precise clock (3605.002 s) still
     // charges the old window.
     clock.set(ms(3_605_002));
-    grant_now(&gov, a, core, &Request::read());
-    grant_now(&gov, b, core, &Request::read());
+    spend_now(&gov, a, core, &Request::read());
+    spend_now(&gov, b, core, &Request::read());
     assert_eq!(gov.snapshot(core).unwrap().remaining, 4997);
     // A refused request rolls the window at 3605.003 s without anchoring the next one; the
     // grant that anchors it, on the fast path's terms, is on the precise clock.
@@ -155,7 +161,7 @@ fn g8_an_assumed_quota_window_is_anchored_on_the_precise_clock() {
     let r = refused(gov.decide(a, core, &Request::read().with_cost(10_000)));
     assert_eq!(r.reason, RefusalReason::Exhausted);
     assert_eq!(gov.snapshot(core).unwrap().reset_in, None, "a new window");
-    grant_now(&gov, b, core, &Request::read());
+    spend_now(&gov, b, core, &Request::read());
     let snap = gov.snapshot(core).unwrap();
     assert_eq!((snap.remaining, snap.reset_in), (4999, Some(secs(3600))));
 }

@@ -85,7 +85,7 @@ fn g1_red_pauses_background_until_reset() {
 fn g1_red_paces_standard_at_one_per_second_and_lets_critical_pass() {
     let (rig, [p0, p1, _]) = rig_at(100);
     let g = go(rig.decide(p1, &Request::read()));
-    rig.gov.release(g);
+    rig.made(g);
     let w = wait(rig.decide(p1, &Request::read()));
     assert_eq!(w.reason, WaitReason::RedPacing);
     assert_eq!(w.delay, S);

@@ -74,7 +74,7 @@ fn g8_smoothing_spreads_creation_after_a_burst_of_8() {
     let a = rig.agent("data", Priority::P1);
     for _ in 0..8 {
         let g = go(rig.decide(a, &Request::create()));
-        rig.gov.release(g);
+        rig.made(g);
     }
     let w = wait(rig.decide(a, &Request::create()));
     assert_eq!(
@@ -95,7 +95,7 @@ fn g8_points_are_counted_per_endpoint_writes_weigh_5() {
     let a = rig.agent("data", Priority::P1);
     for _ in 0..180 {
         let g = go(rig.decide(a, &Request::write().with_endpoint("/pulls")));
-        rig.gov.release(g);
+        rig.made(g);
     }
     // 900 points spent on /pulls: the next write there waits for the window...
     let w = wait(rig.decide(a, &Request::write().with_endpoint("/pulls")));
@@ -134,7 +134,7 @@ fn g8_write_spacing_is_an_opt_in_rule_for_mutations_only() {
     let rig = Rig::new(cfg);
     let a = rig.agent("data", Priority::P1);
     let g = go(rig.decide(a, &Request::write()));
-    rig.gov.release(g);
+    rig.made(g);
     let w = wait(rig.decide(a, &Request::create()));
     assert_eq!(
         (w.reason, w.delay),
@@ -156,7 +156,7 @@ fn g8_even_spend_paces_lower_priorities_so_the_quota_lasts_until_reset() {
     rig.gov
         .observe_without_grant(data, rig.core, &rig.ok(300, 1000, 600));
     let g = go(rig.decide(data, &Request::read()));
-    rig.gov.release(g);
+    rig.made(g);
     let w = wait(rig.decide(data, &Request::read()));
     assert_eq!((w.reason, w.delay), (WaitReason::EvenSpend, secs(2)));
     rig.gov.cancel(&w.ticket);
@@ -174,7 +174,7 @@ fn g8_even_spend_burst_lets_a_poll_round_through() {
         .observe_without_grant(data, rig.core, &rig.ok(350, 1000, 600));
     for _ in 0..45 {
         let g = go(rig.decide(data, &Request::read()));
-        rig.gov.release(g);
+        rig.made(g);
     }
 }
 
@@ -192,7 +192,7 @@ fn g8_rules_are_configurable() {
     let a = rig.agent("data", Priority::P1);
     for _ in 0..2 {
         let g = go(rig.decide(a, &Request::read()));
-        rig.gov.release(g);
+        rig.made(g);
     }
     let w = wait(rig.decide(a, &Request::read()));
     assert_eq!(
@@ -221,12 +221,12 @@ fn g8_per_endpoint_windows_stay_bounded_and_correct_with_many_endpoints() {
     // Fill one endpoint, then touch 2000 others (older ones are compacted away)...
     for _ in 0..180 {
         let g = go(rig.decide(a, &Request::write().with_endpoint("/hot")));
-        rig.gov.release(g);
+        rig.made(g);
     }
     for i in 0..2000 {
         let name = format!("/cold/{i}");
         let g = go(rig.decide(a, &Request::read().with_endpoint(&name)));
-        rig.gov.release(g);
+        rig.made(g);
     }
     // ...the full one is still full.
     let w = wait(rig.decide(a, &Request::write().with_endpoint("/hot")));

@@ -20,7 +20,7 @@ fn pool_only() -> ResourceConfig {
 fn spend(rig: &Rig, a: resilience_core::governor::AgentId, n: usize) {
     for _ in 0..n {
         let g = go(rig.decide(a, &Request::read()));
-        rig.gov.release(g);
+        rig.made(g);
     }
 }
 

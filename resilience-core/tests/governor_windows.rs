@@ -159,14 +159,14 @@ fn g6_after_a_block_grants_stay_paced_for_the_recovery_period() {
     rig.gov.note_retry_after(rig.core, secs(1));
     rig.advance(secs(30)); // long after every window, inside the 60 s recovery
     let g = go(rig.decide(a, &Request::read()));
-    rig.gov.release(g);
+    rig.made(g);
     let w = wait(rig.decide(a, &Request::read()));
     assert_eq!((w.reason, w.delay), (WaitReason::Recovery, ms(50)));
     rig.gov.cancel(&w.ticket);
     rig.advance(secs(31)); // past the recovery: bursts are allowed again
     for _ in 0..5 {
         let g = go(rig.decide(a, &Request::read()));
-        rig.gov.release(g);
+        rig.made(g);
     }
 }
 

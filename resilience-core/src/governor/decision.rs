@@ -70,12 +70,21 @@ pub struct Grant {
     ledger: u64,
     granted_at: Duration,
     upstream_limited: Option<AgentId>,
+    footprint: Option<Footprint>,
+}
+
+/// What a grant counted in the in-process store's pacing rules, so that a release can take
+/// it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Footprint {
+    pub kind: super::request::RequestKind,
+    pub points: u32,
+    pub endpoint: bool,
 }
 
 impl Grant {
     /// For [`GovernorStore`](super::GovernorStore) implementations. `ledger` is the store's
-    /// running total of granted cost including this grant, used to correct header readings
-    /// for calls still in flight.
+    /// running total of granted cost including this grant.
     pub fn new(
         resource: ResourceId,
         agent: AgentId,
@@ -92,7 +101,23 @@ impl Grant {
             ledger,
             granted_at,
             upstream_limited: None,
+            footprint: None,
         }
+    }
+
+    /// Records what `req` counted in the pacing rules (in-process store).
+    #[inline]
+    pub(crate) fn with_footprint(mut self, req: &super::request::Request<'_>) -> Self {
+        self.footprint = Some(Footprint {
+            kind: req.kind(),
+            points: req.points(),
+            endpoint: req.endpoint().is_some(),
+        });
+        self
+    }
+
+    pub(crate) fn footprint(&self) -> Option<Footprint> {
+        self.footprint
     }
 
     /// Marks the grant with a G4 warning: an upstream agent was recently rate limited.

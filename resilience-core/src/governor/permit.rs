@@ -11,7 +11,10 @@ use crate::sleep::Sleeper;
 use std::time::Duration;
 
 /// A granted call. Report the response with [`observe`](Self::observe); dropping the permit
-/// unobserved releases it (the call is presumed not made).
+/// unobserved releases it: the call is presumed not made, and its cost, its reservation and
+/// its slot in the pacing windows come back. If the call may have reached the server (a
+/// timeout, a reset connection), observe what you have instead: an observation without
+/// rate-limit headers counts the call as spent.
 #[derive(Debug)]
 #[must_use = "make the call, then observe the response"]
 pub struct Permit<'g> {

@@ -75,11 +75,22 @@ impl Rig {
         )
     }
 
+    /// Reports `g` as a call made whose response carried no rate-limit headers: it counts
+    /// as spent (a release would mean "not made" and give its cost back).
+    pub fn made(&self, g: Grant) {
+        made_on(&self.gov, g);
+    }
+
     /// Grants a read to `a` now and reports `obs` for it.
     pub fn call(&self, a: AgentId, obs: &Observation) {
         let g = go(self.decide(a, &resilience_core::governor::Request::read()));
         let _ = self.gov.observe(g, obs);
     }
+}
+
+/// [`Rig::made`] on any governor.
+pub fn made_on(gov: &Governor, g: Grant) {
+    let _ = gov.observe(g, &Observation::new(200));
 }
 
 #[track_caller]

@@ -22,9 +22,14 @@ pub(crate) enum Change {
 }
 
 impl Breaker {
-    /// Forgets the samples (a new window).
-    pub fn new_window(&mut self) {
+    /// A new window: the samples are forgotten and the breaker closes, since a projection
+    /// of the old window's spending says nothing about a full quota (and with only
+    /// background agents asking, nothing else would ever close it). Returns whether it was
+    /// open.
+    pub fn new_window(&mut self) -> bool {
         self.samples.clear();
+        self.good = 0;
+        std::mem::replace(&mut self.open, false)
     }
 
     /// Opens at once (a rate limit was observed and `open_on_limit` is set).

@@ -130,7 +130,8 @@ impl ResourceState {
         }
         Some(
             Grant::new(self.id, agent, priority, req.cost(), ledger, now_d)
-                .with_upstream_limited(warned),
+                .with_upstream_limited(warned)
+                .with_footprint(req),
         )
     }
 }

@@ -15,14 +15,28 @@ const MAX_BLOCK: Duration = Duration::from_secs(7 * 86_400);
 const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 impl ResourceState {
-    /// Frees the in-flight slot of `grant`.
+    /// Frees the in-flight slot of `grant`; returns whether it was still counted (a lease
+    /// sweep may already have settled the calls of a presumed-dead agent).
+    fn settle(&mut self, grant: &Grant) -> bool {
+        let Some(u) = self.pool.get_mut(grant.agent()) else {
+            return false;
+        };
+        if u.inflight == 0 {
+            return false;
+        }
+        u.inflight -= 1;
+        u.inflight_cost = u.inflight_cost.saturating_sub(u64::from(grant.cost()));
+        self.inflight = self.inflight.saturating_sub(1);
+        true
+    }
+
+    /// `grant` was released unused: the call is presumed not made, so its slot and its cost
+    /// come back.
     pub fn release(&mut self, grant: &Grant) {
-        if let Some(u) = self.pool.get_mut(grant.agent()) {
-            // A lease sweep may already have freed the slots of a presumed-dead agent.
-            if u.inflight > 0 {
-                u.inflight -= 1;
-                self.inflight = self.inflight.saturating_sub(1);
-            }
+        if self.settle(grant) {
+            self.quota.refund(u64::from(grant.cost()));
+            self.pool.refund(grant.agent(), u64::from(grant.cost()));
+            self.rules.refund(grant);
         }
     }
 
@@ -44,9 +58,9 @@ impl ResourceState {
     ) -> ObserveOutcome {
         let n = ns(now.mono);
         self.maintain(n);
-        if let Some(g) = grant {
-            self.release(g);
-        }
+        let answered = grant
+            .filter(|g| self.settle(g))
+            .map(|g| u64::from(g.cost()));
         self.pool.touch(agent, n, false);
         let limited = obs.limit_kind();
         // A reset more than two windows away is not one this quota can have (a reset sent in
@@ -59,13 +73,15 @@ impl ResourceState {
             obs.limit(),
             obs.remaining(),
             reset_at,
-            grant.map(Grant::ledger),
+            answered,
             n,
             &self.cfg.traffic_light,
         );
         if applied.new_window {
             self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
-            self.breaker.new_window();
+            if self.breaker.new_window() {
+                tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");
+            }
         } else if applied.limit_changed {
             self.pool.set_limit(self.quota.limit, &self.cfg.token_pool);
         }
@@ -76,6 +92,11 @@ impl ResourceState {
             None if obs.status() < 400 => {
                 if self.cascade.good(!self.block.blocked(n), &self.cfg.cascade) {
                     tracing::info!(resource = %self.name, "governor: limit cleared, sequential mode off (G4)");
+                }
+                if obs.remaining().is_none() {
+                    // No reading: nothing for the G3 rate, which is the server's, not ours.
+                    self.refresh(n);
+                    return self.outcome(limited, n);
                 }
                 let ttr = self.quota.time_to_reset(n);
                 match self
@@ -96,6 +117,10 @@ impl ResourceState {
             None => {}
         }
         self.refresh(n);
+        self.outcome(limited, n)
+    }
+
+    fn outcome(&self, limited: Option<LimitKind>, n: Nanos) -> ObserveOutcome {
         ObserveOutcome {
             limited,
             blocked_until: self.block.blocked(n).then(|| dur(self.block.until)),

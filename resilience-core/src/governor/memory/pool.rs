@@ -29,6 +29,8 @@ pub(crate) struct Usage {
     pub reserved: u64,
     /// Granted calls not yet observed or released.
     pub inflight: u32,
+    /// Their cost.
+    pub inflight_cost: u64,
     /// Since when its requests have been waiting or refused without a grant (G2 starvation).
     pub wanting_since: Option<Nanos>,
     /// G4: warned by this upstream agent until this time.
@@ -50,6 +52,7 @@ impl Usage {
         let before = self.hold();
         self.used = self.used.saturating_add(cost);
         self.inflight = self.inflight.saturating_add(1);
+        self.inflight_cost = self.inflight_cost.saturating_add(cost);
         self.last_seen = self.last_seen.max(seen);
         self.last_active = self.last_active.max(seen);
         *total_hold = total_hold
@@ -114,6 +117,7 @@ impl Pool {
                 used: 0,
                 reserved: reservation(limit, priority, cfg),
                 inflight: 0,
+                inflight_cost: 0,
                 wanting_since: None,
                 warned: None,
             });
@@ -160,7 +164,25 @@ impl Pool {
         let before = u.hold();
         u.used = u.used.saturating_add(cost);
         u.inflight = u.inflight.saturating_add(1);
+        u.inflight_cost = u.inflight_cost.saturating_add(cost);
         u.wanting_since = None;
+        self.total_hold = self
+            .total_hold
+            .saturating_sub(before)
+            .saturating_add(u.hold());
+    }
+
+    /// Gives back `cost` charged to `agent` by a grant released unused.
+    pub fn refund(&mut self, agent: AgentId, cost: u64) {
+        let Some(u) = self
+            .usages
+            .get_mut(agent.0 as usize)
+            .and_then(Option::as_mut)
+        else {
+            return;
+        };
+        let before = u.hold();
+        u.used = u.used.saturating_sub(cost);
         self.total_hold = self
             .total_hold
             .saturating_sub(before)
@@ -242,6 +264,14 @@ impl Pool {
             },
             Some(u) => u.priority,
             None => Priority::P2,
+        }
+    }
+
+    /// `agent` was told to come back at `until`: until then it counts as seen and active.
+    pub fn waiting_until(&mut self, agent: AgentId, until: Nanos) {
+        if let Some(u) = self.get_mut(agent) {
+            u.last_seen = u.last_seen.max(until);
+            u.last_active = u.last_active.max(until);
         }
     }
 

@@ -1,5 +1,11 @@
-//! The primary quota estimate (G1's ratio, G8's even spend): the last header reading less
-//! what was granted since, and the window's reset.
+//! The primary quota estimate (G1's ratio, G8's even spend) and the window's reset.
+//!
+//! Within a window the server's `remaining` only falls, so the lowest reading seen is an
+//! upper bound on what is left, and it already counts every call whose response has come
+//! back (each of those responses read at least as high). What it may not count yet are the
+//! calls still in flight, however their responses are ordered. So the estimate is the lowest
+//! reading less the cost in flight: responses that overtake each other never put back quota
+//! that an unanswered call is about to spend.
 
 use super::super::config::{AssumedQuota, TrafficLight};
 use super::super::store::Zone;
@@ -17,10 +23,13 @@ pub(crate) struct Quota {
     /// Whether `reset_at` came from a header (else it is assumed).
     reset_known: bool,
     window: Nanos,
-    /// Total cost granted so far; grants carry it to correct readings for calls in flight.
+    /// Total cost granted so far; grants and waits carry it to order decisions.
     pub ledger: u64,
-    /// Ledger of the newest grant whose reading was applied.
-    applied: u64,
+    /// Cost granted and neither answered nor released.
+    inflight: u64,
+    /// The lowest reading of this window, less the cost of calls answered without one;
+    /// `None` until a header is read in this window (the assumed limit stands).
+    floor: Option<u64>,
     /// `remaining >= green_floor` is green; `remaining < red_floor` is red.
     green_floor: u64,
     red_floor: u64,
@@ -42,7 +51,8 @@ impl Quota {
             reset_known: false,
             window: ns(assumed.window),
             ledger: 0,
-            applied: 0,
+            inflight: 0,
+            floor: None,
             green_floor: 0,
             red_floor: 0,
         };
@@ -88,10 +98,18 @@ impl Quota {
     }
 
     /// Starts a new window (its reset is anchored at the next grant unless a header says).
+    /// Calls still in flight may yet be counted in it.
     pub fn roll(&mut self) {
-        self.remaining = self.limit;
+        self.floor = None;
+        self.remaining = self.limit.saturating_sub(self.inflight);
         self.reset_at = None;
         self.reset_known = false;
+    }
+
+    /// The estimate from the floor (or the assumed limit) and the cost in flight.
+    fn recompute(&mut self) {
+        let top = self.floor.unwrap_or(self.limit).min(self.limit);
+        self.remaining = top.saturating_sub(self.inflight);
     }
 
     /// Charges a grant; returns the ledger value the grant carries.
@@ -101,25 +119,49 @@ impl Quota {
             self.reset_at = Some(now.saturating_add(self.window));
         }
         self.remaining = self.remaining.saturating_sub(cost);
+        self.inflight = self.inflight.saturating_add(cost);
         self.ledger = self.ledger.saturating_add(cost);
         self.ledger
     }
 
-    /// Applies a header reading taken by the response to a grant with `grant_ledger`
-    /// (`None`: a call made without a grant, read as current).
+    /// A grant of `cost` was released unused: the call was not made, its cost comes back.
+    pub fn refund(&mut self, cost: u64) {
+        self.inflight = self.inflight.saturating_sub(cost);
+        self.recompute();
+    }
+
+    /// Calls of `cost` were made but will bring no reading (answered without headers, or
+    /// their agent's lease expired): counted as spent.
+    pub fn spent_unread(&mut self, cost: u64) {
+        self.inflight = self.inflight.saturating_sub(cost);
+        let floor = self.floor.unwrap_or(self.limit);
+        self.floor = Some(floor.saturating_sub(cost));
+        self.recompute();
+    }
+
+    /// Applies a response: its header reading (any of `limit`, `remaining`, `reset_at`), and,
+    /// if it answers a grant still counted in flight, that grant's `answered` cost.
     pub fn apply(
         &mut self,
         limit: Option<u64>,
         remaining: Option<u64>,
         reset_at: Option<Nanos>,
-        grant_ledger: Option<u64>,
+        answered: Option<u64>,
         now: Nanos,
         light: &TrafficLight,
     ) -> Applied {
         let mut out = Applied::default();
-        if reset_at.is_some_and(|r| r <= now) {
-            // A late response from a window that is already over says nothing about this one.
-            return out;
+        let stale = reset_at.is_some_and(|r| r <= now);
+        let answered = answered.unwrap_or(0);
+        if stale || remaining.is_none() {
+            // No reading of this window: the call counts as spent. A late response from a
+            // window that is already over says nothing else about this one.
+            self.spent_unread(answered);
+            if stale {
+                return out;
+            }
+        } else {
+            self.inflight = self.inflight.saturating_sub(answered);
         }
         if let Some(l) = limit.filter(|&l| l > 0 && l != self.limit) {
             self.limit = l;
@@ -138,16 +180,14 @@ impl Quota {
             }
         }
         if let Some(rem) = remaining {
-            let ledger = grant_ledger.unwrap_or(self.ledger);
-            // Calls granted after this one may not be counted in the reading yet.
-            let corrected = rem.saturating_sub(self.ledger.saturating_sub(ledger));
-            if out.new_window || ledger >= self.applied {
-                self.remaining = corrected.min(self.limit);
-                self.applied = ledger;
-            } else {
-                self.remaining = self.remaining.min(corrected);
-            }
+            // A new window, or the first reading that replaces an assumed or changed limit,
+            // starts the floor afresh; otherwise the server's count only falls.
+            self.floor = match self.floor {
+                Some(f) if !out.new_window && !out.limit_changed => Some(f.min(rem)),
+                _ => Some(rem),
+            };
         }
+        self.recompute();
         out
     }
 
@@ -155,6 +195,7 @@ impl Quota {
     /// known (no header, no grant yet this window), until `until`, so a spent quota always
     /// comes back (it used to stay at 0 for good).
     pub fn exhaust(&mut self, until: Nanos) {
+        self.floor = Some(0);
         self.remaining = 0;
         if self.reset_at.is_none() {
             self.reset_at = Some(until);

@@ -4,7 +4,7 @@
 //! records a grant.
 
 use super::super::config::{Measure, Pacing, Selector, TrafficLight};
-use super::super::decision::WaitReason;
+use super::super::decision::{Grant, WaitReason};
 use super::super::priority::Priority;
 use super::super::request::Request;
 use super::super::store::Zone;
@@ -324,6 +324,30 @@ impl Rules {
                 let step = Self::even_interval(env, u64::from(req.cost()));
                 self.even_tat = self.even_tat.max(now).saturating_add(step);
             }
+        }
+    }
+}
+
+impl Rules {
+    /// Takes back what `grant` counted in the windows (released unused). Per-endpoint windows
+    /// keep the slot (the grant does not carry its endpoint), and so do spacing rules: both
+    /// err on the side of fewer calls.
+    pub fn refund(&mut self, grant: &Grant) {
+        let Some(fp) = grant.footprint() else {
+            return;
+        };
+        let at = ns(grant.granted_at());
+        let p0 = grant.priority() == Priority::P0;
+        for r in &mut self.windows {
+            if !r.selector.matches(fp.kind) || (r.per_endpoint && fp.endpoint) {
+                continue;
+            }
+            let units = match r.measure {
+                Measure::Requests => 1,
+                Measure::Points => fp.points,
+                Measure::Cost => grant.cost(),
+            };
+            r.shared.refund(at, units, p0);
         }
     }
 }

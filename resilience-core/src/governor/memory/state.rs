@@ -99,7 +99,9 @@ impl ResourceState {
         if self.quota.expired(now) {
             self.quota.roll();
             self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
-            self.breaker.new_window();
+            if self.breaker.new_window() {
+                tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");
+            }
             tracing::debug!(resource = %self.name, "governor: quota window reset");
         }
         if now >= self.next_sweep {
@@ -108,9 +110,12 @@ impl ResourceState {
                 .sweep(now, self.timing.lease_ttl, self.timing.idle_after);
             for agent in expired {
                 if let Some(u) = self.pool.get_mut(agent) {
-                    // Its calls in flight will never be reported: free their slots.
+                    // Its calls in flight will never be reported: free their slots, and
+                    // count them as spent.
                     self.inflight = self.inflight.saturating_sub(u.inflight);
+                    self.quota.spent_unread(u.inflight_cost);
                     u.inflight = 0;
+                    u.inflight_cost = 0;
                 }
                 self.queue.remove_agent(agent);
                 tracing::info!(
@@ -301,6 +306,9 @@ impl ResourceState {
         let id = w.id;
         self.queue.upsert(w);
         self.pool.wanting(agent, now);
+        // G5: an agent waiting as told is not silent; its lease and reservation run from the
+        // time it was told to come back.
+        self.pool.waiting_until(agent, at);
         Decision::Wait(Wait {
             until: dur(at),
             delay: dur(at - now),
@@ -413,5 +421,6 @@ impl ResourceState {
             .map(|(by, _)| by);
         Grant::new(self.id, agent, priority, req.cost(), ledger, dur(now))
             .with_upstream_limited(warned)
+            .with_footprint(req)
     }
 }

@@ -112,6 +112,24 @@ impl Window {
         }
     }
 
+    /// Takes back a grant of `units` recorded at `at` (released unused), if it is still in the
+    /// window. Entries with the same time, size and class are interchangeable, so any match
+    /// will do. The smoothed schedule keeps its place: a release never lets the others run
+    /// ahead of the average rate.
+    pub(crate) fn refund(&mut self, at: Nanos, units: u32, p0: bool) {
+        if units == 0 {
+            return;
+        }
+        let Some(i) = self.log.iter().rposition(|&e| e == (at, units, p0)) else {
+            return;
+        };
+        self.log.remove(i);
+        self.sum -= u64::from(units);
+        if p0 {
+            self.p0_sum -= u64::from(units);
+        }
+    }
+
     /// Whether nothing in the window counts any more (it can be dropped).
     pub(crate) fn is_idle(&mut self, now: Nanos, span: Nanos) -> bool {
         self.expire(now, span);

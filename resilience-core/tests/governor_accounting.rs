@@ -1,0 +1,158 @@
+//! What a grant costs and when it is given back: the quota estimate with calls in flight
+//! (G1, G8), a release of a call never made (G2, G8), and the lease of an agent that waits
+//! as told (G5).
+
+mod governor_support;
+
+use governor_support::*;
+use resilience_core::governor::{
+    Decision, Measure, Priority, Request, ResourceConfig, Selector, WindowRule,
+};
+use std::time::Duration;
+
+fn small(limit: u64, window: Duration) -> ResourceConfig {
+    let mut c = light_only();
+    c.quota.limit = limit;
+    c.quota.window = window;
+    c
+}
+
+fn grants_left(rig: &Rig, a: resilience_core::governor::AgentId) -> usize {
+    let mut n = 0;
+    while let Decision::Go(g) = rig.decide(a, &Request::read()) {
+        n += 1;
+        std::mem::forget(g);
+        if n > 50 {
+            break;
+        }
+    }
+    n
+}
+
+/// The newest call's response overtakes nine older ones still in flight: its reading
+/// counts only itself, so the nine are still to be spent.
+#[test]
+fn g1_g8_a_reading_that_overtakes_calls_in_flight_never_lets_grants_exceed_the_quota() {
+    let rig = Rig::new(small(10, secs(3600)));
+    let p0 = rig.agent("picard", Priority::P0);
+    rig.call(p0, &rig.ok(10, 10, 3000));
+    let mut grants: Vec<_> = (0..10)
+        .map(|_| go(rig.decide(p0, &Request::read())))
+        .collect();
+    let last = grants.pop().unwrap();
+    let _ = rig.gov.observe(last, &rig.ok(9, 10, 3000));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 0);
+    assert_eq!(grants_left(&rig, p0), 0, "9 calls are still in flight");
+    // As they are answered, in any order, the estimate follows the server's lowest count.
+    for (i, g) in grants.into_iter().enumerate() {
+        let _ = rig.gov.observe(g, &rig.ok(8 - i as u64, 10, 3000));
+    }
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 0);
+}
+
+/// The server counted the second call first: the first call's answer (8) arrives before the
+/// second's (9). The later, higher reading must not raise the estimate back to 9.
+#[test]
+fn g1_a_higher_reading_answered_later_does_not_raise_the_estimate() {
+    let rig = Rig::new(small(10, secs(3600)));
+    let a = rig.agent("data", Priority::P0);
+    rig.call(a, &rig.ok(10, 10, 3000));
+    let first = go(rig.decide(a, &Request::read()));
+    let second = go(rig.decide(a, &Request::read()));
+    let _ = rig.gov.observe(first, &rig.ok(8, 10, 3000));
+    assert_eq!(
+        rig.gov.snapshot(rig.core).unwrap().remaining,
+        7,
+        "one still in flight"
+    );
+    let _ = rig.gov.observe(second, &rig.ok(9, 10, 3000));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
+    assert_eq!(grants_left(&rig, a), 8);
+}
+
+/// A response without rate-limit headers still counts its call as spent.
+#[test]
+fn g1_a_call_answered_without_headers_counts_as_spent() {
+    let rig = Rig::new(small(10, secs(3600)));
+    let a = rig.agent("data", Priority::P0);
+    rig.call(a, &rig.ok(10, 10, 3000));
+    rig.made(go(rig.decide(a, &Request::read())));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 9);
+    // The next reading is the server's count: 8 if it counted both calls.
+    rig.call(a, &rig.ok(8, 10, 3000));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
+}
+
+/// A grant released unused ("the call is presumed not made") gives back its window slot,
+/// its quota and its agent's reservation.
+#[test]
+fn g2_g8_a_released_grant_gives_back_its_window_slot_quota_and_reservation() {
+    let mut cfg = light_only();
+    cfg.pacing.windows.push(WindowRule::new(
+        "creates_per_minute",
+        Selector::Creates,
+        Measure::Requests,
+        1,
+        secs(60),
+    ));
+    cfg.token_pool.reservation = [0.0, 0.1, 0.0];
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P1);
+    let held = rig.gov.snapshot(rig.core).unwrap().pool_free;
+    rig.gov.release(go(rig.decide(a, &Request::create())));
+    let snap = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(
+        (snap.remaining, snap.pool_free, snap.in_flight),
+        (5000, held, 0)
+    );
+    let g = go(rig.decide(a, &Request::create()));
+    // A call made keeps its slot.
+    rig.made(g);
+    assert!(!rig.decide(a, &Request::create()).is_go());
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 4999);
+}
+
+/// G5: an agent waiting exactly as told (no heartbeat while it waits) keeps its lease, its
+/// reservation and its place in line.
+#[test]
+fn g5_an_agent_waiting_as_told_keeps_its_lease_and_place() {
+    let rig = Rig::new(ResourceConfig::default());
+    let a = rig.agent("data", Priority::P1);
+    let b = rig.agent("seven", Priority::P1);
+    rig.gov.note_retry_after(rig.core, secs(600));
+    let wa = wait(rig.decide(a, &Request::read()));
+    rig.advance(secs(130));
+    let _wb = wait(rig.decide(b, &Request::read())); // any decision runs the sweep
+    let snap = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!((snap.waiters, snap.live_agents), (2, 2), "{snap:?}");
+    // Silent past the lease after the time it was told, it is presumed dead.
+    rig.advance_to(wa.until + secs(121));
+    rig.gov.heartbeat(b);
+    let _ = rig.decide(b, &Request::read());
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().live_agents, 1);
+}
+
+/// G5 with strict priority: a P0 waiting as told on a create rule is still in line when it
+/// is due, so a P2 create asked meanwhile is not served ahead of it.
+#[test]
+fn g5_a_p0_waiting_past_its_lease_length_is_still_served_first() {
+    let mut cfg = light_only();
+    cfg.pacing.windows.push(WindowRule::new(
+        "creates_per_hour",
+        Selector::Creates,
+        Measure::Requests,
+        1,
+        secs(3600),
+    ));
+    let rig = Rig::new(cfg);
+    let p0 = rig.agent("picard", Priority::P0);
+    let ralph = rig.agent("ralph", Priority::P2);
+    rig.made(go(rig.decide(p0, &Request::create())));
+    let w0 = wait(rig.decide(p0, &Request::create()));
+    rig.advance(secs(125));
+    let _ = rig.decide(ralph, &Request::create());
+    rig.advance_to(w0.until);
+    let d = rig.decide(ralph, &Request::create());
+    assert!(!d.is_go(), "P2 served while the P0 is due: {d:?}");
+    assert!(rig.gov.resume(&w0.ticket, &Request::create()).is_go());
+}
