@@ -185,3 +185,41 @@ fn g6_windows_are_configurable() {
     let until = wait(rig.decide(a, &Request::read())).until;
     assert!(until >= secs(7) && until < secs(7) + ms(1), "{until:?}");
 }
+
+/// §6 backoff: a secondary limit with no retry-after blocks 60 s; each one that follows
+/// with no good response in between doubles it, up to the cap; a good response starts over.
+#[test]
+fn g6_repeated_secondary_limits_back_off_exponentially_up_to_the_cap() {
+    let mut cfg = light_only();
+    cfg.retry_windows.max_default_block = secs(200);
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P0);
+    let mut blocks = Vec::new();
+    for _ in 0..4 {
+        let _ = rig
+            .gov
+            .observe_without_grant(a, rig.core, &limited_403_secondary());
+        let b = rig.gov.snapshot(rig.core).unwrap().blocked_for.unwrap();
+        blocks.push(b.as_secs());
+        rig.advance(b + secs(5));
+    }
+    assert_eq!(blocks, [60, 120, 200, 200]);
+    rig.call(a, &rig.ok(4200, 5000, 3000));
+    let _ = rig
+        .gov
+        .observe_without_grant(a, rig.core, &limited_403_secondary());
+    assert_eq!(
+        rig.gov.snapshot(rig.core).unwrap().blocked_for,
+        Some(secs(60)),
+        "a good response in between starts the backoff over"
+    );
+}
+
+#[test]
+fn g6_a_backoff_cap_below_the_first_block_is_a_named_error() {
+    let mut cfg = light_only();
+    cfg.retry_windows.max_default_block = secs(30);
+    let rig = Rig::new(light_only());
+    let err = rig.gov.add_resource("search", cfg).unwrap_err().to_string();
+    assert!(err.contains("retry_windows.max_default_block"), "{err}");
+}

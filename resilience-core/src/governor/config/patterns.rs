@@ -187,7 +187,13 @@ impl Cascade {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryWindows {
     /// Block length after a limit without `retry-after` (and quota left). Default 60 s.
+    /// Each such limit that follows another, with no good response in between, doubles it
+    /// (GitHub: "wait at least one minute, then back off exponentially"), up to
+    /// `max_default_block`.
     pub default_block: Duration,
+    /// The longest the doubling of `default_block` goes. Default 16 min (60 s doubled four
+    /// times).
+    pub max_default_block: Duration,
     /// Added to the reset time when the quota is spent, for clock skew. Default 1 s.
     pub reset_margin: Duration,
     /// Per-priority release windows after the block ends, `[start, end)`: P0 `[0, 0.5 s)`,
@@ -206,6 +212,7 @@ impl Default for RetryWindows {
         let ms = Duration::from_millis;
         Self {
             default_block: Duration::from_secs(60),
+            max_default_block: Duration::from_secs(16 * 60),
             reset_margin: Duration::from_secs(1),
             windows: [(ms(0), ms(500)), (ms(500), ms(3500)), (ms(3500), ms(9500))],
             release_spacing: ms(50),
@@ -229,6 +236,13 @@ impl RetryWindows {
                     "window start must not exceed its end",
                 ));
             }
+        }
+        if self.max_default_block < self.default_block {
+            return Err(PolicyError::new(
+                "retry_windows.max_default_block",
+                format!("{:?}", self.max_default_block),
+                "must be at least retry_windows.default_block",
+            ));
         }
         for (i, pair) in self.windows.windows(2).enumerate() {
             if pair[1].0 < pair[0].0 {

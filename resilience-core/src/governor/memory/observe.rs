@@ -90,6 +90,9 @@ impl ResourceState {
         match limited {
             Some(kind) => self.on_limited(agent, kind, obs, reset_at, now, downstream),
             None if obs.status() < 400 => {
+                if !self.block.blocked(n) {
+                    self.unexplained_limits = 0;
+                }
                 if self.cascade.good(!self.block.blocked(n), &self.cfg.cascade) {
                     tracing::info!(resource = %self.name, "governor: limit cleared, sequential mode off (G4)");
                 }
@@ -155,7 +158,14 @@ impl ResourceState {
                 .quota
                 .time_to_reset(n)
                 .saturating_add(ns(windows.reset_margin)),
-            None => ns(windows.default_block),
+            None => {
+                // Consecutive limits with nothing to go on: 60 s, then doubling (GitHub's
+                // documented backoff), up to the configured maximum.
+                let doubled = ns(windows.default_block)
+                    .saturating_mul(1u64 << self.unexplained_limits.min(32));
+                self.unexplained_limits = self.unexplained_limits.saturating_add(1);
+                doubled.min(ns(windows.max_default_block))
+            }
         };
         // The delay form of Retry-After is capped at a week when parsed; an HTTP-date (or a
         // far reset) is capped here the same way, so no header blocks for years.

@@ -47,6 +47,8 @@ pub(crate) struct ResourceState {
     pub rules: Rules,
     pub queue: Queue,
     pub inflight: u32,
+    /// Limits in a row that gave no retry-after and no reset to wait for (G6 backoff).
+    pub(super) unexplained_limits: u32,
     next_sweep: Nanos,
     /// `min(next_sweep, reset)`: maintenance is due at or after this.
     pub(super) due: Nanos,
@@ -79,6 +81,7 @@ impl ResourceState {
             rules,
             queue: Queue::default(),
             inflight: 0,
+            unexplained_limits: 0,
             next_sweep: 0,
             due: 0,
             calm_after: 0,
