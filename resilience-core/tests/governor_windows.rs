@@ -223,3 +223,21 @@ fn g6_a_backoff_cap_below_the_first_block_is_a_named_error() {
     let err = rig.gov.add_resource("search", cfg).unwrap_err().to_string();
     assert!(err.contains("retry_windows.max_default_block"), "{err}");
 }
+
+/// Calls already in flight when a block began bring more limited responses inside it: they
+/// are the same limit and do not double the block.
+#[test]
+fn g6_limits_answered_inside_the_block_do_not_double_it() {
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let grants: Vec<_> = (0..5)
+        .map(|_| go(rig.decide(a, &Request::read())))
+        .collect();
+    for g in grants {
+        let _ = rig.gov.observe(g, &limited_403_secondary());
+        rig.advance(ms(100));
+    }
+    // 60 s from the last of them (at 0.4 s), not 120 s or more.
+    let left = rig.gov.snapshot(rig.core).unwrap().blocked_for.unwrap();
+    assert_eq!(left, secs(60) - ms(100));
+}

@@ -90,8 +90,13 @@
 //!   evenly until reset.
 //!
 //! Underneath all of them, the line is **strictly prioritised**: nothing is granted while a
-//! higher-priority request waits, nor ahead of an earlier same-priority request that is due.
-//! A background call is never served while a critical one waits.
+//! higher-priority request waits for something it competes for (the quota as a whole, or the
+//! same pacing rule), nor ahead of an earlier same-priority request that is due. A request
+//! that does not compete (a read, while a create waits on a creation window) is held back
+//! too while that wait ends within [`Pacing::unrelated_hold`] (10 s by default), and goes
+//! ahead of a longer one: one agent waiting an hour on a rule is not head-of-line blocking
+//! for every other. So a background call is never served while a critical one waits for
+//! the same thing, or for less than the hold.
 //!
 //! # State and time
 //!

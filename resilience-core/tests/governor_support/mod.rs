@@ -57,6 +57,14 @@ impl Rig {
         self.gov.decide(a, self.core, req)
     }
 
+    pub fn resume(
+        &self,
+        t: &resilience_core::governor::Ticket,
+        req: &resilience_core::governor::Request<'_>,
+    ) -> Decision {
+        self.gov.resume(t, req)
+    }
+
     /// Epoch seconds of `in_secs` from now (for `x-ratelimit-reset`).
     pub fn reset_epoch(&self, in_secs: u64) -> u64 {
         self.clock.unix_time().as_secs() + in_secs

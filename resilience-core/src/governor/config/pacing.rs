@@ -176,6 +176,12 @@ pub struct Pacing {
     /// How often a waiter re-asks when it waits for something with no known end (a call in
     /// flight to finish). Default 50 ms.
     pub poll_interval: Duration,
+    /// A waiter holds back lower-priority requests that do not compete with it (a read,
+    /// behind a create waiting on a creation rule) only while its wait ends within this.
+    /// Within it priority is strict; a longer wait lets them through, so one agent waiting
+    /// an hour on a rule is not head-of-line blocking for everyone. Requests that do
+    /// compete (the same rule, or a quota-wide wait) are always held back. Default 10 s.
+    pub unrelated_hold: Duration,
 }
 
 impl Default for Pacing {
@@ -187,6 +193,7 @@ impl Default for Pacing {
             windows: Vec::new(),
             spacings: Vec::new(),
             poll_interval: Duration::from_millis(50),
+            unrelated_hold: Duration::from_secs(10),
         }
     }
 }

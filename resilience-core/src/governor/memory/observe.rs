@@ -160,11 +160,16 @@ impl ResourceState {
                 .saturating_add(ns(windows.reset_margin)),
             None => {
                 // Consecutive limits with nothing to go on: 60 s, then doubling (GitHub's
-                // documented backoff), up to the configured maximum.
-                let doubled = ns(windows.default_block)
-                    .saturating_mul(1u64 << self.unexplained_limits.min(32));
-                self.unexplained_limits = self.unexplained_limits.saturating_add(1);
-                doubled.min(ns(windows.max_default_block))
+                // documented backoff), up to the configured maximum. Responses that arrive
+                // inside the block (calls already in flight when it began) are the same
+                // limit, not another.
+                if !self.block.blocked(n) {
+                    self.unexplained_limits = self.unexplained_limits.saturating_add(1);
+                }
+                let doublings = self.unexplained_limits.saturating_sub(1).min(32);
+                ns(windows.default_block)
+                    .saturating_mul(1u64 << doublings)
+                    .min(ns(windows.max_default_block))
             }
         };
         // The delay form of Retry-After is capped at a week when parsed; an HTTP-date (or a

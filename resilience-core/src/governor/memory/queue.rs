@@ -1,11 +1,16 @@
 //! The line of waiting requests on one resource, in priority order.
 //!
 //! Strict priority: a request is not granted while a waiter of higher priority is in line
-//! (whatever it waits for), nor while an earlier waiter of the same priority is due. That is
-//! what makes a priority inversion (P2 served while P0 waits) impossible.
+//! for something the request competes for (the same pacing rule, or the quota as a whole),
+//! nor while an earlier waiter of the same priority is due. A waiter held by a rule the
+//! request does not match (a create waiting on a creation window, a read asking) holds it
+//! back only while its own wait ends within `Pacing::unrelated_hold`: priority stays strict
+//! for short waits, and a long one is not head-of-line blocking for everyone else.
 
+use super::super::config::Selector;
 use super::super::decision::AgentId;
 use super::super::priority::Priority;
+use super::super::request::RequestKind;
 use super::time::Nanos;
 
 #[derive(Debug, Clone)]
@@ -22,6 +27,9 @@ pub(crate) struct Waiter {
     pub block_epoch: u32,
     /// When it was told to come back.
     pub until: Nanos,
+    /// What it waits for: the requests a pacing rule counts, or `None` for the quota as a
+    /// whole (a block, the light, even spend, the line itself).
+    pub scope: Option<Selector>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -61,18 +69,29 @@ impl Queue {
         }
     }
 
-    /// If a waiter ahead of (`id`, `priority`) holds it back at `now`, the earliest time one
-    /// of them was told to come back.
-    pub fn ahead(&self, id: u64, priority: Priority, now: Nanos) -> Option<Nanos> {
+    /// If a waiter ahead of (`id`, `priority`, asking for a `kind` request) holds it back
+    /// at `now`, the earliest time one of them was told to come back, and what it waits
+    /// for. Waiters for a rule that does not count `kind` hold it back only while they are
+    /// due by `now + unrelated_hold`.
+    pub fn ahead(
+        &self,
+        id: u64,
+        priority: Priority,
+        kind: RequestKind,
+        now: Nanos,
+        unrelated_hold: Nanos,
+    ) -> Option<(Nanos, Option<Selector>)> {
+        let soon = now.saturating_add(unrelated_hold);
         self.waiters
             .iter()
             .filter(|w| {
                 w.id != id
                     && (w.priority < priority
                         || (w.priority == priority && w.id < id && w.until <= now))
+                    && (w.scope.is_none_or(|s| s.matches(kind)) || w.until <= soon)
             })
-            .map(|w| w.until)
-            .min()
+            .min_by_key(|w| w.until)
+            .map(|w| (w.until, w.scope))
     }
 
     /// Drops every waiter of `agent` (its lease expired).

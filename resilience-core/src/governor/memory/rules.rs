@@ -79,6 +79,7 @@ pub(crate) struct Rules {
     spacings: Vec<SpaceState>,
     max_concurrent: u32,
     poll: Nanos,
+    unrelated_hold: Nanos,
     even_spend: bool,
     even_burst: f64,
     red_p1_spacing: Nanos,
@@ -136,6 +137,7 @@ impl Rules {
             spacings,
             max_concurrent: p.max_concurrent.unwrap_or(u32::MAX),
             poll: ns(p.poll_interval),
+            unrelated_hold: ns(p.unrelated_hold),
             even_spend: p.even_spend,
             even_burst: p.even_spend_burst,
             red_p1_spacing: ns(light.red_p1_spacing),
@@ -196,6 +198,21 @@ impl Rules {
             Why::Concurrency => WaitReason::Concurrency,
             Why::Sequential => WaitReason::Sequential,
         }
+    }
+
+    /// The requests a wait for `why` competes with: a window's or spacing's selector, or
+    /// `None` for everything.
+    pub fn scope(&self, why: Why) -> Option<Selector> {
+        match why {
+            Why::Window(i) => Some(self.windows[usize::from(i)].selector),
+            Why::Spacing(i) => Some(self.spacings[usize::from(i)].selector),
+            _ => None,
+        }
+    }
+
+    /// See [`Pacing::unrelated_hold`].
+    pub fn unrelated_hold(&self) -> Nanos {
+        self.unrelated_hold
     }
 
     fn even_interval(env: &Env, cost: u64) -> Nanos {

@@ -249,6 +249,7 @@ impl ResourceState {
             released_by_block: false,
             block_epoch: u32::MAX,
             until: now,
+            scope: None,
         });
         w.priority = priority;
 
@@ -269,28 +270,36 @@ impl ResourceState {
 
         let env = self.env(now, priority);
         let (rules_at, why) = self.rules.earliest(req, &env);
-        let (mut at, mut reason) = if w.not_before > rules_at && w.not_before > now {
+        let (mut at, mut reason, mut scope) = if w.not_before > rules_at && w.not_before > now {
             let r = if w.released_by_block {
                 WaitReason::Blocked
             } else {
                 WaitReason::Amber
             };
-            (w.not_before, Some(r))
+            (w.not_before, Some(r), None)
         } else if rules_at > now {
-            (rules_at, Some(self.rules.reason(why)))
+            (
+                rules_at,
+                Some(self.rules.reason(why)),
+                self.rules.scope(why),
+            )
         } else {
-            (now, None)
+            (now, None, None)
         };
-        let ahead = self.queue.ahead(w.id, priority, now);
+        let ahead = self
+            .queue
+            .ahead(w.id, priority, req.kind(), now, self.rules.unrelated_hold());
 
         if at <= now && ahead.is_none() {
             self.queue.remove(w.id);
             return Decision::Go(self.grant(agent, priority, req, &env));
         }
-        if let Some(t) = ahead {
+        if let Some((t, blocker_scope)) = ahead {
             if t >= at {
+                // Waiting behind it, for what it waits for.
                 at = t;
                 reason = Some(WaitReason::Queue);
+                scope = blocker_scope;
             }
         }
         if at <= now {
@@ -298,6 +307,7 @@ impl ResourceState {
             at = now.saturating_add(self.rules.poll());
             reason.get_or_insert(WaitReason::Queue);
         }
+        w.scope = scope;
         if let Some(max) = req.max_wait() {
             if at.saturating_sub(w.enqueued) > ns(max) {
                 self.queue.remove(w.id);
