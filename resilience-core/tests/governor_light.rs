@@ -74,10 +74,17 @@ fn g1_red_pauses_background_until_reset() {
         (r.kind, r.reason),
         (RefusalKind::Paused, RefusalReason::RedLight)
     );
-    assert_eq!(r.retry_after, secs(3600));
+    // Until the reset, plus a draw from P2's release window so the paused do not return
+    // at one instant.
+    assert!(
+        r.retry_after >= secs(3600) + ms(3500) && r.retry_after < secs(3600) + ms(9500),
+        "{:?}",
+        r.retry_after
+    );
+    let hint = r.retry_after;
     assert!(matches!(
         ResilienceError::from(r),
-        ResilienceError::GovernorPaused { retry_after, .. } if retry_after == secs(3600)
+        ResilienceError::GovernorPaused { retry_after, .. } if retry_after == hint
     ));
 }
 

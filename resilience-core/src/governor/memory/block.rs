@@ -45,17 +45,30 @@ impl Block {
         true
     }
 
-    /// A release time for a waiter of `priority`: the block's end plus a uniform draw from
-    /// the priority's window.
-    pub fn release_at(&mut self, priority: Priority, cfg: &RetryWindows) -> Nanos {
+    /// Paces grants from `now` for the recovery period, as after a block: a spent quota's
+    /// window has just reset and everyone paused until then is coming back.
+    pub fn pace_from(&mut self, now: Nanos, cfg: &RetryWindows) {
+        let last = cfg.windows.iter().map(|w| ns(w.1)).max().unwrap_or(0);
+        let pace = last.max(ns(cfg.recovery));
+        self.recovery_until = self.recovery_until.max(now.saturating_add(pace));
+    }
+
+    /// A uniform draw from `priority`'s release window, to spread the return of callers
+    /// told to come back at one instant (a reset).
+    pub fn spread(&mut self, priority: Priority, cfg: &RetryWindows) -> Nanos {
         let (start, end) = cfg.windows[priority.index()];
         let (start, end) = (ns(start), ns(end));
-        let jitter = if end > start {
+        start.saturating_add(if end > start {
             self.rng.u64(0..end - start)
         } else {
             0
-        };
-        self.until.saturating_add(start).saturating_add(jitter)
+        })
+    }
+
+    /// A release time for a waiter of `priority`: the block's end plus a uniform draw from
+    /// the priority's window.
+    pub fn release_at(&mut self, priority: Priority, cfg: &RetryWindows) -> Nanos {
+        self.until.saturating_add(self.spread(priority, cfg))
     }
 }
 

@@ -100,7 +100,12 @@ impl ResourceState {
     /// Window reset, lease and idle sweep, late tickets.
     pub fn maintain(&mut self, now: Nanos) {
         if self.quota.expired(now) {
+            // Agents paused until this reset come back now: pace them (G6).
+            let spent = !self.quota.is_green();
             self.quota.roll();
+            if spent {
+                self.block.pace_from(now, &self.cfg.retry_windows);
+            }
             self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
             if self.breaker.new_window() {
                 tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");
@@ -253,9 +258,14 @@ impl ResourceState {
         });
         w.priority = priority;
 
-        if let Some((kind, reason, retry)) = self.refusal(agent, priority, req, now) {
+        if let Some((kind, reason, mut retry)) = self.refusal(agent, priority, req, now) {
             self.queue.remove(w.id);
             self.pool.wanting(agent, now);
+            if kind == RefusalKind::Paused {
+                // Everyone paused until the reset would come back at one instant: spread
+                // them over their priority's release window.
+                retry = retry.saturating_add(self.block.spread(priority, &self.cfg.retry_windows));
+            }
             tracing::debug!(resource = %self.name, agent = agent.0, %reason, "governor: refused");
             return self.refuse(kind, reason, retry);
         }
