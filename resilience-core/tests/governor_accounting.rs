@@ -156,3 +156,26 @@ fn g5_a_p0_waiting_past_its_lease_length_is_still_served_first() {
     assert!(!d.is_go(), "P2 served while the P0 is due: {d:?}");
     assert!(rig.gov.resume(&w0.ticket, &Request::create()).is_go());
 }
+
+/// The documented order of ledgers: a grant that costs anything is after every earlier
+/// decision; a cost-0 grant adds nothing, so it ties with them.
+#[test]
+fn g8_grant_ledgers_order_after_earlier_decisions_unless_they_cost_nothing() {
+    let mut cfg = light_only();
+    cfg.pacing.windows.push(WindowRule::new(
+        "creates_per_minute",
+        Selector::Creates,
+        Measure::Requests,
+        1,
+        secs(60),
+    ));
+    let rig = Rig::new(cfg);
+    let p0 = rig.agent("picard", Priority::P0);
+    let p1 = rig.agent("data", Priority::P1);
+    rig.made(go(rig.decide(p1, &Request::create())));
+    let w = wait(rig.decide(p1, &Request::create()));
+    let free = go(rig.decide(p0, &Request::read().with_cost(0)));
+    assert_eq!(free.ledger(), w.ledger);
+    let paid = go(rig.decide(p0, &Request::read()));
+    assert!(paid.ledger() > w.ledger && paid.ledger() > free.ledger());
+}

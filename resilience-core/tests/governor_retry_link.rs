@@ -131,3 +131,40 @@ fn r12_without_a_sink_the_hint_itself_is_the_wait() {
     assert_eq!(out, Ok(()));
     assert_eq!(sleeper.delays(), vec![Duration::from_secs(30)]);
 }
+
+/// Linked callers retry on their own, so the governor spaces their release times: 20 P0
+/// callers told to come back after one block never bunch more than 2 per 100 ms (the 50 ms
+/// release spacing), and each stays at or after its own draw in P0's window.
+#[test]
+fn g6_r12_linked_callers_come_back_paced_not_only_jittered() {
+    let clock = ManualClock::new();
+    let gov = Arc::new(
+        Governor::builder()
+            .clock(clock.clone())
+            .seed(7)
+            .build()
+            .unwrap(),
+    );
+    let core = gov.add_resource("core", ResourceConfig::default()).unwrap();
+    let mut delays: Vec<Duration> = (0..20)
+        .map(|i| {
+            let a = gov.register(&format!("p0-{i}"), Priority::P0).unwrap();
+            RetryAfterLink::new(gov.clone(), core, a).retry_after("github", Duration::from_secs(30))
+        })
+        .collect();
+    assert!(delays.iter().all(|&d| d >= Duration::from_secs(30)));
+    delays.sort();
+    let worst = delays
+        .iter()
+        .map(|&d| {
+            delays
+                .iter()
+                .filter(|&&e| e >= d && e < d + Duration::from_millis(100))
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(worst <= 2, "{worst} callers within 100 ms: {delays:?}");
+    // Spaced, not serialised past reason: 20 callers 50 ms apart fit in about a second.
+    assert!(delays[19] < Duration::from_millis(31_500), "{delays:?}");
+}

@@ -247,8 +247,10 @@ pub struct Wait {
     /// Why.
     pub reason: WaitReason,
     /// The resource's granted-cost total when this wait was decided. With
-    /// [`Grant::ledger`] it orders waits against grants (each grant's ledger is larger than
-    /// that of every decision before it), e.g. to audit priority order from outside.
+    /// [`Grant::ledger`] it orders waits against grants, e.g. to audit priority order from
+    /// outside: a grant that costs anything has a ledger larger than that of every decision
+    /// before it. A grant of cost 0 (a conditional request) adds nothing, so it carries the
+    /// same ledger as the decisions just before it and cannot be ordered among them.
     pub ledger: u64,
 }
 

@@ -158,6 +158,13 @@ impl Governor {
         self.store.block(resource, delay, self.clock.now());
     }
 
+    /// G6 for a caller that retries on its own after a block: how long `agent` should wait
+    /// before its next attempt on `resource` (`None`: it may go now). See
+    /// [`GovernorStore::retry_slot`]; [`RetryAfterLink`](super::RetryAfterLink) uses it.
+    pub fn retry_slot(&self, agent: AgentId, resource: ResourceId) -> Option<Duration> {
+        self.store.retry_slot(agent, resource, self.clock.now())
+    }
+
     /// The resource's current state.
     pub fn snapshot(&self, resource: ResourceId) -> Option<Snapshot> {
         self.store.snapshot(resource, self.clock.now())

@@ -1,6 +1,6 @@
 //! The retry executor's Retry-After path, fed into the governor (G6).
 
-use super::{AgentId, Decision, Governor, Request, ResourceId};
+use super::{AgentId, Governor, ResourceId};
 use crate::retry::RetryAfterSink;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,9 @@ use std::time::Duration;
 ///
 /// A Retry-After seen by the loop sets the resource's shared block
 /// ([`Governor::note_retry_after`]); the loop then waits as long as the governor tells this
-/// agent to, so callers come back in priority order and paced, never all at once.
+/// agent to ([`Governor::retry_slot`]): until its release time in its priority's window,
+/// kept at least the release spacing (50 ms) from every other linked caller's, so callers
+/// come back in priority order and paced, never all at once.
 ///
 /// ```
 /// use resilience_core::governor::{Governor, Priority, ResourceConfig, RetryAfterLink};
@@ -45,21 +47,11 @@ impl RetryAfterLink {
 impl RetryAfterSink for RetryAfterLink {
     fn retry_after(&self, _service: &str, hint: Duration) -> Duration {
         self.governor.note_retry_after(self.resource, hint);
-        // Ask where this agent stands now that the block is set; give the place back, since
-        // the retry loop (not a governor permit) makes the next attempt.
-        match self
-            .governor
-            .decide(self.agent, self.resource, &Request::read())
-        {
-            Decision::Wait(wait) => {
-                self.governor.cancel(&wait.ticket);
-                wait.delay
-            }
-            Decision::Go(grant) => {
-                self.governor.release(grant);
-                hint
-            }
-            Decision::Refuse(refusal) => refusal.retry_after.max(hint),
+        // The retry loop (not a governor permit) makes the next attempt, so the governor
+        // hands out a spaced release time rather than a place in line.
+        match self.governor.retry_slot(self.agent, self.resource) {
+            Some(delay) => delay.max(hint),
+            None => hint,
         }
     }
 }

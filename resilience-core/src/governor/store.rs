@@ -225,6 +225,26 @@ pub trait GovernorStore: Send + Sync + fmt::Debug + 'static {
     /// G6: blocks the resource for `delay` from now (extending, never shortening, a block).
     fn block(&self, resource: ResourceId, delay: Duration, now: Duration);
 
+    /// G6 for a caller that retries on its own after a block (a retry loop fed by
+    /// [`RetryAfterLink`](super::RetryAfterLink)): how long `agent` waits before its next
+    /// attempt. Its release time in its priority's window, moved to keep at least the
+    /// release spacing from every other such caller's, since these callers do not come
+    /// back through [`decide`](Self::decide) to be paced. `None` if it may go now. The
+    /// default asks `decide` and gives the place back (no spacing between callers).
+    fn retry_slot(&self, agent: AgentId, resource: ResourceId, now: Duration) -> Option<Duration> {
+        match self.decide(agent, resource, &Request::read(), None, now) {
+            Decision::Wait(wait) => {
+                self.cancel(&wait.ticket, now);
+                Some(wait.delay)
+            }
+            Decision::Go(grant) => {
+                self.release(grant, now);
+                None
+            }
+            Decision::Refuse(refusal) => Some(refusal.retry_after),
+        }
+    }
+
     /// The resource's state.
     fn snapshot(&self, resource: ResourceId, now: Duration) -> Option<Snapshot>;
 }

@@ -13,8 +13,13 @@ pub(crate) struct Block {
     pub epoch: u32,
     /// Grants before this time are paced by `release_spacing`.
     pub recovery_until: Nanos,
+    /// Release times handed to callers that retry on their own (`retry_slot`).
+    slots: Vec<Nanos>,
     rng: fastrand::Rng,
 }
+
+/// Most release slots remembered; beyond it a new slot goes after the last one.
+const MAX_SLOTS: usize = 4096;
 
 impl Block {
     pub fn new(seed: u64) -> Self {
@@ -22,6 +27,7 @@ impl Block {
             until: 0,
             epoch: 0,
             recovery_until: 0,
+            slots: Vec::new(),
             rng: fastrand::Rng::with_seed(seed),
         }
     }
@@ -65,6 +71,33 @@ impl Block {
         })
     }
 
+    /// The earliest time at or after `at` that is at least `spacing` from every slot handed
+    /// out and still pending, taken as a slot. Callers that drew earlier times (a higher
+    /// priority's window) keep them; only a collision moves one, later.
+    pub fn slot(&mut self, at: Nanos, spacing: Nanos, now: Nanos) -> Nanos {
+        self.slots.retain(|&t| t.saturating_add(spacing) > now);
+        let mut t = at;
+        if self.slots.len() >= MAX_SLOTS {
+            t = t.max(
+                self.slots
+                    .iter()
+                    .max()
+                    .map_or(0, |&m| m.saturating_add(spacing)),
+            );
+        }
+        while let Some(&s) = self
+            .slots
+            .iter()
+            .find(|&&s| s.saturating_add(spacing) > t && t.saturating_add(spacing) > s)
+        {
+            t = s.saturating_add(spacing);
+        }
+        if self.slots.len() < MAX_SLOTS {
+            self.slots.push(t);
+        }
+        t
+    }
+
     /// A release time for a waiter of `priority`: the block's end plus a uniform draw from
     /// the priority's window.
     pub fn release_at(&mut self, priority: Priority, cfg: &RetryWindows) -> Nanos {
@@ -92,5 +125,22 @@ mod tests {
             assert!((3_500 * MS..9_500 * MS).contains(&p2), "{p2}");
         }
         assert_eq!(b.recovery_until, 120_000 * MS);
+    }
+
+    #[test]
+    fn g6_slots_keep_their_spacing_and_an_earlier_draw_keeps_its_place() {
+        let mut b = Block::new(7);
+        let sp = 50 * MS;
+        assert_eq!(b.slot(1_000 * MS, sp, 0), 1_000 * MS);
+        assert_eq!(
+            b.slot(1_020 * MS, sp, 0),
+            1_050 * MS,
+            "moved clear of the first"
+        );
+        assert_eq!(b.slot(1_010 * MS, sp, 0), 1_100 * MS);
+        // A P0 draw well before the others is not pushed behind them.
+        assert_eq!(b.slot(200 * MS, sp, 0), 200 * MS);
+        // Once a slot is past, it no longer holds anyone back.
+        assert_eq!(b.slot(1_000 * MS, sp, 2_000 * MS), 1_000 * MS);
     }
 }

@@ -341,6 +341,25 @@ impl GovernorStore for InProcessStore {
         }
     }
 
+    fn retry_slot(&self, agent: AgentId, resource: ResourceId, now: Duration) -> Option<Duration> {
+        let cell = self.cell(resource)?;
+        let mut s = cell.lock();
+        let n = ns(now);
+        match s.decide(agent, &Request::read(), None, n, now) {
+            Decision::Wait(w) => {
+                s.queue.remove(w.ticket.id());
+                let spacing = ns(s.cfg.retry_windows.release_spacing);
+                let at = s.block.slot(ns(w.until), spacing, n);
+                Some(time::dur(at.saturating_sub(n)))
+            }
+            Decision::Go(g) => {
+                s.release(&g);
+                None
+            }
+            Decision::Refuse(r) => Some(r.retry_after),
+        }
+    }
+
     fn snapshot(&self, resource: ResourceId, now: Duration) -> Option<Snapshot> {
         Some(self.cell(resource)?.lock().snapshot(ns(now)))
     }
