@@ -142,7 +142,10 @@ impl Governor {
             .observe(agent, resource, None, observation, self.now2())
     }
 
-    /// Frees a grant whose call was not made (or whose outcome is unknown).
+    /// Frees a grant whose call was not made: its cost, its agent's reservation and its
+    /// slot in the pacing windows come back. If the call may have reached the server,
+    /// [`observe`](Self::observe) what came back instead (an observation without rate-limit
+    /// headers counts the call as spent).
     #[inline]
     pub fn release(&self, grant: Grant) {
         match &self.local {

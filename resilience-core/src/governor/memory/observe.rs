@@ -17,6 +17,7 @@ const NANOS_PER_SEC: u64 = 1_000_000_000;
 impl ResourceState {
     /// Frees the in-flight slot of `grant`; returns whether it was still counted (a lease
     /// sweep may already have settled the calls of a presumed-dead agent).
+    #[inline]
     fn settle(&mut self, grant: &Grant) -> bool {
         let Some(u) = self.pool.get_mut(grant.agent()) else {
             return false;
@@ -32,11 +33,17 @@ impl ResourceState {
 
     /// `grant` was released unused: the call is presumed not made, so its slot and its cost
     /// come back.
+    #[inline]
     pub fn release(&mut self, grant: &Grant) {
         if self.settle(grant) {
-            self.quota.refund(u64::from(grant.cost()));
-            self.pool.refund(grant.agent(), u64::from(grant.cost()));
-            self.rules.refund(grant);
+            let cost = u64::from(grant.cost());
+            if cost > 0 {
+                self.quota.refund(cost);
+                self.pool.refund(grant.agent(), cost);
+            }
+            if !self.rules.is_empty() {
+                self.rules.refund(grant);
+            }
         }
     }
 

@@ -173,6 +173,7 @@ impl Pool {
     }
 
     /// Gives back `cost` charged to `agent` by a grant released unused.
+    #[inline]
     pub fn refund(&mut self, agent: AgentId, cost: u64) {
         let Some(u) = self
             .usages

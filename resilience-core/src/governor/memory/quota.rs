@@ -107,6 +107,7 @@ impl Quota {
     }
 
     /// The estimate from the floor (or the assumed limit) and the cost in flight.
+    #[inline]
     fn recompute(&mut self) {
         let top = self.floor.unwrap_or(self.limit).min(self.limit);
         self.remaining = top.saturating_sub(self.inflight);
@@ -125,6 +126,7 @@ impl Quota {
     }
 
     /// A grant of `cost` was released unused: the call was not made, its cost comes back.
+    #[inline]
     pub fn refund(&mut self, cost: u64) {
         self.inflight = self.inflight.saturating_sub(cost);
         self.recompute();
