@@ -221,3 +221,79 @@ fn r6_sync_drivers_raise_the_depth_only_while_an_attempt_runs() {
     });
     assert_eq!(runs.load(Ordering::SeqCst), 3, "the thread still retries");
 }
+
+/// B1 + R2: the failure that opens the circuit ends the loop at once, with the refusal the
+/// next attempt would have met. Sleeping the backoff first would only delay that answer.
+#[test]
+fn b1_a_failure_that_opens_the_circuit_ends_the_loop_without_a_wasted_sleep() {
+    let h = harness_with(fixed(5, 300.0), |b| {
+        b.breaker(BreakerConfig::new(2, secs(60.0), secs(0.0), 1).unwrap())
+    });
+    let runs = AtomicU32::new(0);
+    let out: Result<(), TestError> = h.guard.call("op").idempotent().run(|| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Err(op_err("boom"))
+    });
+    assert!(
+        matches!(
+            out,
+            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+        ),
+        "{out:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        h.sleeper.delays(),
+        vec![secs(1.0)],
+        "no sleep after it opened"
+    );
+}
+
+/// The async loop stops the same way.
+#[tokio::test]
+async fn b1_an_async_failure_that_opens_the_circuit_ends_the_loop_without_a_wasted_sleep() {
+    let h = harness_with(fixed(5, 300.0), |b| {
+        b.breaker(BreakerConfig::new(2, secs(60.0), secs(0.0), 1).unwrap())
+    });
+    let runs = AtomicU32::new(0);
+    let out = h
+        .guard
+        .call("op")
+        .idempotent()
+        .run_async(|| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async { Err::<(), _>(op_err("boom")) }
+        })
+        .await;
+    assert!(
+        matches!(
+            out,
+            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+        ),
+        "{out:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(h.sleeper.delays(), vec![secs(1.0)]);
+}
+
+/// A circuit whose half-open is due before the wait ends still gets its probe.
+#[test]
+fn b2_a_circuit_due_to_probe_within_the_wait_is_retried_into() {
+    let h = harness_with(fixed(3, 300.0), |b| {
+        b.breaker(BreakerConfig::new(1, secs(0.5), secs(0.0), 1).unwrap())
+    });
+    let runs = AtomicU32::new(0);
+    let out: Result<(), TestError> = h.guard.call("op").idempotent().run(|| {
+        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            Err(op_err("boom"))
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(out, Ok(()));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "the probe ran after the 1 s wait"
+    );
+}

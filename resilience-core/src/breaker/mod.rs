@@ -198,6 +198,21 @@ impl CircuitBreaker {
         self.state() == CircuitState::Open
     }
 
+    /// How much longer an open circuit refuses every call before half-open is due (B2);
+    /// `None` if it would consider a call now (closed, half-open, or due). Lock-free.
+    pub fn open_for(&self) -> Option<std::time::Duration> {
+        let seen = self.load_word();
+        if seen.state() != CircuitState::Open {
+            return None;
+        }
+        let due = self.half_open_due.load(Ordering::Acquire);
+        if self.load_word() != seen {
+            return None;
+        }
+        let now = nanos(self.clock.now());
+        (now < due).then(|| std::time::Duration::from_nanos(due - now))
+    }
+
     /// Consecutive failures counted so far (reset to 0 on entry into half-open, B2).
     pub fn failure_count(&self) -> u32 {
         self.failures.load(Ordering::Acquire)

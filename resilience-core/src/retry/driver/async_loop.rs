@@ -166,7 +166,7 @@ where
                 // here.
                 state.start();
                 match state.next_delay(&error) {
-                    None => Poll::Ready(ControlFlow::Break(Err(error))),
+                    None => Poll::Ready(ControlFlow::Break(Err(state.stop_with(error)))),
                     Some(delay) => {
                         *this.wait = Some(state.guard.async_sleeper.sleep(delay));
                         *this.phase = Phase::Backoff;

@@ -164,7 +164,7 @@ where
                     };
                     decide::<I, C>(state, this.decided, *this.depth);
                     match backoff(state, &error) {
-                        None => return Poll::Ready(Err(error)),
+                        None => return Poll::Ready(Err(state.stop_with(error))),
                         Some(sleep) => {
                             *this.wait = Some(sleep);
                             *this.phase = Phase::Backoff;

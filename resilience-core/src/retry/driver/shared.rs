@@ -23,6 +23,8 @@ pub(crate) struct LoopState<'a, C> {
     pub(super) attempt: u32,
     /// When the first attempt started, read lazily where the driver allows.
     pub(super) start: Option<Duration>,
+    /// The loop stopped because the circuit would refuse the next attempt.
+    circuit_refused: bool,
 }
 
 impl<'a, C> LoopState<'a, C> {
@@ -45,6 +47,7 @@ impl<'a, C> LoopState<'a, C> {
             total_override: call.total_timeout,
             attempt: 1,
             start: None,
+            circuit_refused: false,
         }
     }
 
@@ -141,8 +144,33 @@ impl<'a, C> LoopState<'a, C> {
             events::giving_up(service, op, attempt, error, "total_timeout");
             return None;
         }
+        // If this failure (or a concurrent one) opened the circuit, and it still refuses
+        // when the wait is over, the next attempt would be refused unrun: stop now rather
+        // than sleep for nothing.
+        if let Some(open) = self.guard.breaker.as_ref().and_then(|b| b.open_for()) {
+            if open > delay {
+                events::giving_up(service, op, attempt, error, "circuit_open");
+                self.circuit_refused = true;
+                return None;
+            }
+        }
         events::retrying(service, op, attempt, error, delay);
         Some(delay)
+    }
+}
+
+impl<C> LoopState<'_, C> {
+    /// The error a stopped loop returns: the attempt's own, or, if it stopped because the
+    /// circuit would refuse the next attempt, the refusal that attempt would have met.
+    #[cold]
+    pub(super) fn stop_with<E: From<ResilienceError>>(&self, error: E) -> E {
+        if self.circuit_refused {
+            E::from(ResilienceError::CircuitOpen {
+                service: self.guard.service.clone(),
+            })
+        } else {
+            error
+        }
     }
 }
 

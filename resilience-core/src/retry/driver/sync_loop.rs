@@ -88,11 +88,11 @@ impl<'a, C> SyncLoop<'a, C> {
     #[inline(never)]
     fn after_failure<T, E>(&mut self, error: E) -> ControlFlow<Result<T, E>>
     where
-        E: fmt::Display,
+        E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
     {
         match self.state.next_delay(&error) {
-            None => ControlFlow::Break(Err(error)),
+            None => ControlFlow::Break(Err(self.state.stop_with(error))),
             Some(delay) => {
                 self.state.guard.sleeper.sleep(delay);
                 self.state.attempt += 1;
