@@ -40,7 +40,9 @@
 //! - **Readings.** An observed response's `x-ratelimit-remaining` sets the pool, less
 //!   what the reading may not count yet: calls granted after it, calls granted before it
 //!   that were still in flight when it was granted (it may have overtaken them), and the
-//!   reservations. A grant counts as in flight until it is observed or released, or for
+//!   reservations. A reading taken for an older grant, or with no grant at all (it may
+//!   have been read before calls already counted), may lower the pool but never raise
+//!   it. A grant counts as in flight until it is observed or released, or for
 //!   [`RedisQuotaConfig::call_bound`] (30 s by default) if nobody settles it.
 //! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
 //!   paid from this process's reservation with no round trip, and reported with the next

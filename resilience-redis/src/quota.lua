@@ -415,7 +415,9 @@ elseif op == 'obs' then
       -- Not counted in the reading, maybe: calls granted after this one, and calls granted
       -- before it that were still in flight when it was granted (it may have overtaken them).
       local left = h_rem - (s.ledger - gl) - flight - s.reserved - s.held
-      if gl >= s.applied then
+      -- A reading without a grant has no place in the grant order (it may have been read
+      -- upstream before calls already counted): it may lower the pool, never raise it.
+      if g_ledger > 0 and gl >= s.applied then
         s.pool = math.max(0, math.min(left, s.limit))
         s.applied = gl
       else
