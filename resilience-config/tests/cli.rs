@@ -266,3 +266,18 @@ fn c11_check_passes_custom_services_and_warns_on_a_near_miss() {
     );
     assert!(out.contains("OK:"), "{out}");
 }
+
+/// A service name is input like any other value: one that looks like a credential (a token
+/// pasted as a key) is shown sanitized, in the table and in `--json`.
+#[test]
+fn c13_explain_never_prints_a_service_name_that_looks_like_a_secret() {
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB";
+    let json = format!(r#"{{"{token}": {{"retry": {{"max_attempts": 2}}}}}}"#);
+    for args in [&["explain"][..], &["explain", "--json"][..]] {
+        let o = run(args, &[(OVERRIDES, &json)]);
+        assert!(o.status.success());
+        let all = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+        assert!(!all.contains(token), "{args:?} printed the token:\n{all}");
+        assert!(all.contains("max_attempts"), "{all}");
+    }
+}

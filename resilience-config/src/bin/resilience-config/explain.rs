@@ -14,7 +14,9 @@ pub fn table(config: &Config, services: &[String]) -> String {
         let s = config.resolve(name, &CodeDeclared::EMPTY);
         for (j, e) in s.entries().iter().enumerate() {
             let (svc, cat) = if j == 0 {
-                (name.clone(), s.category.to_string())
+                // A service name comes from the environment: shown sanitized, like
+                // every other input value.
+                (render::name(name), s.category.to_string())
             } else {
                 (String::new(), String::new())
             };

@@ -21,14 +21,14 @@ pub fn document(config: &Config, services: &[String]) -> String {
                     v.insert("env_var".into(), var.into());
                 }
                 Source::Json => {
-                    let path = format!("{name}.{}.{}", e.section.as_str(), e.key);
+                    let path = format!("{}.{}.{}", render::name(name), e.section.as_str(), e.key);
                     v.insert("path".into(), path.into());
                 }
                 _ => {}
             }
             svc.insert(e.key.into(), Value::Object(v));
         }
-        out.insert(name.clone(), Value::Object(svc));
+        out.insert(render::name(name), Value::Object(svc));
     }
     let diagnostics: Vec<Value> = config
         .diagnostics()

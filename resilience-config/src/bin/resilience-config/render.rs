@@ -51,3 +51,9 @@ pub fn columns(rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// A service name as shown: sanitized (a name read from the environment could carry a
+/// credential, e.g. a URL pasted as a key).
+pub fn name(name: &str) -> String {
+    resilience_core::sanitize(name).into_owned()
+}
