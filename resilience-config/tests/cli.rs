@@ -281,3 +281,22 @@ fn c13_explain_never_prints_a_service_name_that_looks_like_a_secret() {
         assert!(all.contains("max_attempts"), "{all}");
     }
 }
+
+/// A base delay above the cap is valid (the cap wins, R4) but almost surely a mistake:
+/// `check` says so, naming both values and their sources, and still exits 0.
+#[test]
+fn c1_check_warns_when_base_delay_exceeds_max_delay() {
+    let json = r#"{"plan_service": {"retry": {"base_delay": 90}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, json)]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("warning: plan_service: retry.base_delay 90 s (json)"))
+        .unwrap_or_else(|| panic!("no warning in\n{out}"));
+    assert!(
+        line.contains("exceeds retry.max_delay") && line.contains("(built-in)"),
+        "{line}"
+    );
+    assert!(out.contains("OK:"), "{out}");
+}

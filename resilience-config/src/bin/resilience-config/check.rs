@@ -16,9 +16,23 @@ pub fn run(config: &Config) -> Report {
         .iter()
         .partition(|d| d.kind() == DiagnosticKind::SuspectServiceName);
     let mut lines: Vec<String> = errors.iter().map(|d| format!("error: {d}")).collect();
+    let mut advice = Vec::new();
     let services = config.service_names();
     for name in &services {
         let s = config.resolve(name, &CodeDeclared::EMPTY);
+        // Valid (max_delay caps every delay, R4) but almost surely not what was meant.
+        if s.base_delay.value > s.max_delay.value {
+            advice.push(format!(
+                "warning: {}: retry.base_delay {} s ({}) exceeds retry.max_delay {} s ({}): \
+                 every delay is capped at {} s",
+                crate::render::name(name),
+                s.base_delay.value,
+                s.base_delay.source.label(),
+                s.max_delay.value,
+                s.max_delay.source.label(),
+                s.max_delay.value
+            ));
+        }
         // Loading validates every value (a total timeout that rounds to zero included), so
         // these fail only if core's rules grow stricter.
         if let Err(e) = s.retry_policy() {
@@ -30,6 +44,10 @@ pub fn run(config: &Config) -> Report {
     }
     let problems = lines.len();
     let mut text: String = warnings.iter().map(|d| format!("warning: {d}\n")).collect();
+    for a in &advice {
+        text.push_str(a);
+        text.push('\n');
+    }
     if problems == 0 {
         text.push_str(&format!(
             "OK: {} services, no problems (prefix {})\n",
