@@ -307,7 +307,9 @@ pub struct Refusal {
     pub reason: RefusalReason,
     /// The resource's name.
     pub resource: Arc<str>,
-    /// When asking again can succeed.
+    /// When asking again can succeed. For [`RefusalKind::Paused`], the time to the reset
+    /// plus a draw from the priority's G6 release window, so the paused come back spread
+    /// out, not all at the reset's instant.
     pub retry_after: Duration,
 }
 
