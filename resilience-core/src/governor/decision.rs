@@ -59,7 +59,10 @@ impl Decision {
     }
 }
 
-/// Permission to make one call. Not `Clone`: each grant is observed or released once.
+/// Permission to make one call. Not `Clone`: each grant is observed or released once. A
+/// grant dropped without either stays in flight (its cost held back from the quota
+/// estimate, in this window and the next) until its agent's lease expires; a
+/// [`Permit`](super::Permit) releases it on drop.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "observe the response or release the grant"]
 pub struct Grant {
@@ -80,6 +83,9 @@ pub(crate) struct Footprint {
     pub kind: super::request::RequestKind,
     pub points: u32,
     pub endpoint: bool,
+    /// The agent's lease episode when granted: a grant from before its lease expired was
+    /// already settled by the sweep.
+    pub lease: u32,
 }
 
 impl Grant {
@@ -105,13 +111,15 @@ impl Grant {
         }
     }
 
-    /// Records what `req` counted in the pacing rules (in-process store).
+    /// Records what `req` counted in the pacing rules, and the agent's lease episode
+    /// (in-process store).
     #[inline]
-    pub(crate) fn with_footprint(mut self, req: &super::request::Request<'_>) -> Self {
+    pub(crate) fn with_footprint(mut self, req: &super::request::Request<'_>, lease: u32) -> Self {
         self.footprint = Some(Footprint {
             kind: req.kind(),
             points: req.points(),
             endpoint: req.endpoint().is_some(),
+            lease,
         });
         self
     }

@@ -15,11 +15,14 @@ pub(crate) struct Block {
     pub recovery_until: Nanos,
     /// Release times handed to callers that retry on their own (`retry_slot`).
     slots: Vec<Nanos>,
+    /// The latest slot handed out once `slots` was full.
+    tail: Nanos,
     rng: fastrand::Rng,
 }
 
-/// Most release slots remembered; beyond it a new slot goes after the last one.
-const MAX_SLOTS: usize = 4096;
+/// Most release slots remembered (finding a free one is quadratic in them, under the
+/// resource's lock); beyond it a new slot goes after the last one handed out.
+const MAX_SLOTS: usize = 256;
 
 impl Block {
     pub fn new(seed: u64) -> Self {
@@ -28,6 +31,7 @@ impl Block {
             epoch: 0,
             recovery_until: 0,
             slots: Vec::new(),
+            tail: 0,
             rng: fastrand::Rng::with_seed(seed),
         }
     }
@@ -78,23 +82,23 @@ impl Block {
         self.slots.retain(|&t| t.saturating_add(spacing) > now);
         let mut t = at;
         if self.slots.len() >= MAX_SLOTS {
-            t = t.max(
-                self.slots
-                    .iter()
-                    .max()
-                    .map_or(0, |&m| m.saturating_add(spacing)),
-            );
+            // Full: queue after every slot handed out, recorded or not.
+            let last = self.slots.iter().copied().max().unwrap_or(0).max(self.tail);
+            t = t.max(last.saturating_add(spacing));
+            self.tail = t;
+            return t;
         }
-        while let Some(&s) = self
+        let tail = self.tail;
+        while let Some(s) = self
             .slots
             .iter()
-            .find(|&&s| s.saturating_add(spacing) > t && t.saturating_add(spacing) > s)
+            .copied()
+            .chain(std::iter::once(tail).filter(|&x| x > 0))
+            .find(|&s| s.saturating_add(spacing) > t && t.saturating_add(spacing) > s)
         {
             t = s.saturating_add(spacing);
         }
-        if self.slots.len() < MAX_SLOTS {
-            self.slots.push(t);
-        }
+        self.slots.push(t);
         t
     }
 

@@ -123,6 +123,7 @@ impl ResourceState {
         }
         let ledger = self.quota.charge(cost, now);
         self.inflight = self.inflight.saturating_add(1);
+        let lease = u.lease;
         let warned = u.charge_fast(total_hold, cost, now, seen);
         if !self.quota.is_green() || self.quota.reset_at.is_some_and(|r| r < self.due) {
             // Crossed into amber, or the window was just anchored: refresh the caches.
@@ -131,7 +132,7 @@ impl ResourceState {
         Some(
             Grant::new(self.id, agent, priority, req.cost(), ledger, now_d)
                 .with_upstream_limited(warned)
-                .with_footprint(req),
+                .with_footprint(req, lease),
         )
     }
 }

@@ -300,7 +300,7 @@ impl GovernorStore for InProcessStore {
             .unwrap_or(resource);
         if target != resource {
             if let (Some(g), Some(cell)) = (&grant, self.cell(resource)) {
-                cell.lock().release(g);
+                cell.lock().settle_elsewhere(g);
             }
             return match self.cell(target) {
                 Some(cell) => cell

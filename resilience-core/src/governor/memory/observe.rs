@@ -22,13 +22,26 @@ impl ResourceState {
         let Some(u) = self.pool.get_mut(grant.agent()) else {
             return false;
         };
-        if u.inflight == 0 {
+        // A grant from an earlier lease episode was settled when that lease expired.
+        let stale = grant.footprint().is_some_and(|f| f.lease != u.lease);
+        if u.inflight == 0 || stale {
             return false;
         }
         u.inflight -= 1;
         u.inflight_cost = u.inflight_cost.saturating_sub(u64::from(grant.cost()));
         self.inflight = self.inflight.saturating_sub(1);
         true
+    }
+
+    /// `grant`'s call was made but counted by another bucket (its response named it): its
+    /// slot, cost and reservation come back here, but not its place in the pacing windows,
+    /// which count requests whatever bucket pays for them.
+    pub fn settle_elsewhere(&mut self, grant: &Grant) {
+        if self.settle(grant) {
+            let cost = u64::from(grant.cost());
+            self.quota.refund(cost);
+            self.pool.refund(grant.agent(), cost);
+        }
     }
 
     /// `grant` was released unused: the call is presumed not made, so its slot and its cost

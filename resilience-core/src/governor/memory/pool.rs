@@ -31,6 +31,8 @@ pub(crate) struct Usage {
     pub inflight: u32,
     /// Their cost.
     pub inflight_cost: u64,
+    /// Lease episodes ended by the sweep; grants carry the episode they were made in.
+    pub lease: u32,
     /// Since when its requests have been waiting or refused without a grant (G2 starvation).
     pub wanting_since: Option<Nanos>,
     /// G4: warned by this upstream agent until this time.
@@ -118,6 +120,7 @@ impl Pool {
                 reserved: reservation(limit, priority, cfg),
                 inflight: 0,
                 inflight_cost: 0,
+                lease: 0,
                 wanting_since: None,
                 warned: None,
             });

@@ -155,13 +155,20 @@ impl Quota {
         let mut out = Applied::default();
         let stale = reset_at.is_some_and(|r| r <= now);
         let answered = answered.unwrap_or(0);
-        if stale || remaining.is_none() {
-            // No reading of this window: the call counts as spent. A late response from a
-            // window that is already over says nothing else about this one.
-            self.spent_unread(answered);
-            if stale {
-                return out;
+        if stale {
+            // A late response from a window that is already over: a reading there shows the
+            // call was counted there; without one it may count here. Nothing else follows.
+            if remaining.is_some() {
+                self.inflight = self.inflight.saturating_sub(answered);
+                self.recompute();
+            } else {
+                self.spent_unread(answered);
             }
+            return out;
+        }
+        if remaining.is_none() {
+            // No reading: the call counts as spent.
+            self.spent_unread(answered);
         } else {
             self.inflight = self.inflight.saturating_sub(answered);
         }

@@ -124,6 +124,7 @@ impl ResourceState {
                     self.quota.spent_unread(u.inflight_cost);
                     u.inflight = 0;
                     u.inflight_cost = 0;
+                    u.lease = u.lease.wrapping_add(1);
                 }
                 self.queue.remove_agent(agent);
                 tracing::info!(
@@ -436,14 +437,14 @@ impl ResourceState {
         self.pool.charge(agent, u64::from(req.cost()));
         self.inflight = self.inflight.saturating_add(1);
         self.note_zone();
-        let warned = self
-            .pool
-            .get(agent)
+        let usage = self.pool.get(agent);
+        let lease = usage.map_or(0, |u| u.lease);
+        let warned = usage
             .and_then(|u| u.warned)
             .filter(|&(_, until)| until > now)
             .map(|(by, _)| by);
         Grant::new(self.id, agent, priority, req.cost(), ledger, dur(now))
             .with_upstream_limited(warned)
-            .with_footprint(req)
+            .with_footprint(req, lease)
     }
 }
