@@ -5,9 +5,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{
-    Decision, Measure, Priority, Request, ResourceConfig, Selector, WindowRule,
-};
+use resilience_core::governor::{Decision, Priority, Request, ResourceConfig};
 use std::time::Duration;
 
 fn small(limit: u64, window: Duration) -> ResourceConfig {
@@ -87,14 +85,7 @@ fn g1_a_call_answered_without_headers_counts_as_spent() {
 /// its quota and its agent's reservation.
 #[test]
 fn g2_g8_a_released_grant_gives_back_its_window_slot_quota_and_reservation() {
-    let mut cfg = light_only();
-    cfg.pacing.windows.push(WindowRule::new(
-        "creates_per_minute",
-        Selector::Creates,
-        Measure::Requests,
-        1,
-        secs(60),
-    ));
+    let mut cfg = one_create_per(secs(60));
     cfg.token_pool.reservation = [0.0, 0.1, 0.0];
     let rig = Rig::new(cfg);
     let a = rig.agent("data", Priority::P1);
@@ -136,14 +127,7 @@ fn g5_an_agent_waiting_as_told_keeps_its_lease_and_place() {
 /// is due, so a P2 create asked meanwhile is not served ahead of it.
 #[test]
 fn g5_a_p0_waiting_past_its_lease_length_is_still_served_first() {
-    let mut cfg = light_only();
-    cfg.pacing.windows.push(WindowRule::new(
-        "creates_per_hour",
-        Selector::Creates,
-        Measure::Requests,
-        1,
-        secs(3600),
-    ));
+    let cfg = one_create_per(secs(3600));
     let rig = Rig::new(cfg);
     let p0 = rig.agent("picard", Priority::P0);
     let ralph = rig.agent("ralph", Priority::P2);
@@ -161,14 +145,7 @@ fn g5_a_p0_waiting_past_its_lease_length_is_still_served_first() {
 /// decision; a cost-0 grant adds nothing, so it ties with them.
 #[test]
 fn g8_grant_ledgers_order_after_earlier_decisions_unless_they_cost_nothing() {
-    let mut cfg = light_only();
-    cfg.pacing.windows.push(WindowRule::new(
-        "creates_per_minute",
-        Selector::Creates,
-        Measure::Requests,
-        1,
-        secs(60),
-    ));
+    let cfg = one_create_per(secs(60));
     let rig = Rig::new(cfg);
     let p0 = rig.agent("picard", Priority::P0);
     let p1 = rig.agent("data", Priority::P1);

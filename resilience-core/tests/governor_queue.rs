@@ -4,20 +4,10 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{
-    Decision, Measure, Pacing, Priority, Request, ResourceConfig, Selector, WaitReason, WindowRule,
-};
+use resilience_core::governor::{Decision, Pacing, Priority, Request, ResourceConfig, WaitReason};
 
 fn one_create_per_hour() -> ResourceConfig {
-    let mut cfg = light_only();
-    cfg.pacing.windows.push(WindowRule::new(
-        "creates_per_hour",
-        Selector::Creates,
-        Measure::Requests,
-        1,
-        secs(3600),
-    ));
-    cfg
+    one_create_per(secs(3600))
 }
 
 #[test]

@@ -5,9 +5,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{
-    Measure, Observation, Priority, Request, ResourceConfig, Selector, WindowRule,
-};
+use resilience_core::governor::{Observation, Priority, Request, ResourceConfig};
 use std::time::Duration;
 
 fn small(limit: u64, window: Duration) -> ResourceConfig {
@@ -117,14 +115,7 @@ fn g1_old_window_answers_after_a_roll_do_not_lower_the_new_window() {
 /// made: it keeps its place in the pacing windows ("1 create per minute" holds).
 #[test]
 fn g8_a_call_counted_in_another_bucket_keeps_its_pacing_window_slot() {
-    let mut cfg = light_only();
-    cfg.pacing.windows.push(WindowRule::new(
-        "creates_per_minute",
-        Selector::Creates,
-        Measure::Requests,
-        1,
-        secs(60),
-    ));
+    let cfg = one_create_per(secs(60));
     let rig = Rig::new(cfg);
     rig.gov.add_resource("search", light_only()).unwrap();
     let a = rig.agent("data", Priority::P1);

@@ -125,6 +125,26 @@ pub fn refused(d: Decision) -> Refusal {
     }
 }
 
+/// [`light_only`] plus one rule: at most one create per `window` (G8).
+pub fn one_create_per(window: Duration) -> ResourceConfig {
+    let mut cfg = light_only();
+    let name = if window == secs(60) {
+        "creates_per_minute"
+    } else {
+        "creates_per_hour"
+    };
+    cfg.pacing
+        .windows
+        .push(resilience_core::governor::WindowRule::new(
+            name,
+            resilience_core::governor::Selector::Creates,
+            resilience_core::governor::Measure::Requests,
+            1,
+            window,
+        ));
+    cfg
+}
+
 /// Only G1 active: no pool reservations, no predictive breaker, no pacing rules.
 pub fn light_only() -> ResourceConfig {
     let mut c = ResourceConfig::default();
