@@ -16,6 +16,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{op_err, TestError};
 
+/// A governor on a manual clock with a fixed seed.
+fn governor() -> (ManualClock, Arc<Governor>) {
+    let clock = ManualClock::new();
+    let gov = Governor::builder()
+        .clock(clock.clone())
+        .seed(7)
+        .build()
+        .unwrap();
+    (clock, Arc::new(gov))
+}
+
 fn no_backoff() -> RetryPolicy {
     let b = Backoff::from_secs(BackoffStrategy::None, 0.0, 0.0, false).unwrap();
     RetryPolicy::new(3, b, Duration::from_secs(300)).unwrap()
@@ -53,14 +64,7 @@ impl RetryAfterSink for ProbeP0 {
 
 #[test]
 fn r12_g6_retry_after_becomes_the_governors_shared_block_and_waits_by_priority() {
-    let clock = ManualClock::new();
-    let gov = Arc::new(
-        Governor::builder()
-            .clock(clock.clone())
-            .seed(7)
-            .build()
-            .unwrap(),
-    );
+    let (clock, gov) = governor();
     let mut cfg = ResourceConfig::default();
     cfg.pacing.even_spend = false;
     let core = gov.add_resource("core", cfg).unwrap();
@@ -137,14 +141,7 @@ fn r12_without_a_sink_the_hint_itself_is_the_wait() {
 /// release spacing), and each stays at or after its own draw in P0's window.
 #[test]
 fn g6_r12_linked_callers_come_back_paced_not_only_jittered() {
-    let clock = ManualClock::new();
-    let gov = Arc::new(
-        Governor::builder()
-            .clock(clock.clone())
-            .seed(7)
-            .build()
-            .unwrap(),
-    );
+    let (_clock, gov) = governor();
     let core = gov.add_resource("core", ResourceConfig::default()).unwrap();
     let mut delays: Vec<Duration> = (0..20)
         .map(|i| {

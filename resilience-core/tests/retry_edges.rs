@@ -22,6 +22,13 @@ fn fixed(attempts: u32, total: f64) -> RetryPolicy {
     RetryPolicy::new(attempts, backoff, secs(total)).unwrap()
 }
 
+fn is_circuit_open<T>(out: &Result<T, TestError>) -> bool {
+    matches!(
+        out,
+        Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+    )
+}
+
 fn is_total_timeout<T: std::fmt::Debug>(out: &Result<T, TestError>) -> bool {
     matches!(
         out,
@@ -110,13 +117,7 @@ async fn b1_a_call_refused_by_an_open_circuit_does_not_call_its_factory() {
             async { Ok(()) }
         })
         .await;
-    assert!(
-        matches!(
-            out,
-            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
-        ),
-        "{out:?}"
-    );
+    assert!(is_circuit_open(&out), "{out:?}");
     assert_eq!(made.load(Ordering::SeqCst), 0, "the factory ran");
 }
 
@@ -234,13 +235,7 @@ fn b1_a_failure_that_opens_the_circuit_ends_the_loop_without_a_wasted_sleep() {
         runs.fetch_add(1, Ordering::SeqCst);
         Err(op_err("boom"))
     });
-    assert!(
-        matches!(
-            out,
-            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
-        ),
-        "{out:?}"
-    );
+    assert!(is_circuit_open(&out), "{out:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(
         h.sleeper.delays(),
@@ -265,13 +260,7 @@ async fn b1_an_async_failure_that_opens_the_circuit_ends_the_loop_without_a_wast
             async { Err::<(), _>(op_err("boom")) }
         })
         .await;
-    assert!(
-        matches!(
-            out,
-            Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
-        ),
-        "{out:?}"
-    );
+    assert!(is_circuit_open(&out), "{out:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(h.sleeper.delays(), vec![secs(1.0)]);
 }

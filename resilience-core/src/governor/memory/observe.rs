@@ -37,26 +37,28 @@ impl ResourceState {
     /// slot, cost and reservation come back here, but not its place in the pacing windows,
     /// which count requests whatever bucket pays for them.
     pub fn settle_elsewhere(&mut self, grant: &Grant) {
-        if self.settle(grant) {
-            let cost = u64::from(grant.cost());
+        self.give_back(grant, false);
+    }
+
+    /// `grant` was released unused: the call is presumed not made, so its slot, its cost
+    /// and its place in the pacing windows come back.
+    #[inline]
+    pub fn release(&mut self, grant: &Grant) {
+        self.give_back(grant, true);
+    }
+
+    #[inline]
+    fn give_back(&mut self, grant: &Grant, window_slot: bool) {
+        if !self.settle(grant) {
+            return;
+        }
+        let cost = u64::from(grant.cost());
+        if cost > 0 {
             self.quota.refund(cost);
             self.pool.refund(grant.agent(), cost);
         }
-    }
-
-    /// `grant` was released unused: the call is presumed not made, so its slot and its cost
-    /// come back.
-    #[inline]
-    pub fn release(&mut self, grant: &Grant) {
-        if self.settle(grant) {
-            let cost = u64::from(grant.cost());
-            if cost > 0 {
-                self.quota.refund(cost);
-                self.pool.refund(grant.agent(), cost);
-            }
-            if !self.rules.is_empty() {
-                self.rules.refund(grant);
-            }
+        if window_slot && !self.rules.is_empty() {
+            self.rules.refund(grant);
         }
     }
 

@@ -154,9 +154,9 @@ impl Pool {
         revived
     }
 
-    /// Charges `cost` to `agent`.
+    /// Changes `agent`'s usage with `change`, keeping the pool's total hold in step.
     #[inline]
-    pub fn charge(&mut self, agent: AgentId, cost: u64) {
+    fn update(&mut self, agent: AgentId, change: impl FnOnce(&mut Usage)) {
         let Some(u) = self
             .usages
             .get_mut(agent.0 as usize)
@@ -165,32 +165,28 @@ impl Pool {
             return;
         };
         let before = u.hold();
-        u.used = u.used.saturating_add(cost);
-        u.inflight = u.inflight.saturating_add(1);
-        u.inflight_cost = u.inflight_cost.saturating_add(cost);
-        u.wanting_since = None;
+        change(u);
         self.total_hold = self
             .total_hold
             .saturating_sub(before)
             .saturating_add(u.hold());
     }
 
+    /// Charges `cost` to `agent`.
+    #[inline]
+    pub fn charge(&mut self, agent: AgentId, cost: u64) {
+        self.update(agent, |u| {
+            u.used = u.used.saturating_add(cost);
+            u.inflight = u.inflight.saturating_add(1);
+            u.inflight_cost = u.inflight_cost.saturating_add(cost);
+            u.wanting_since = None;
+        });
+    }
+
     /// Gives back `cost` charged to `agent` by a grant released unused.
     #[inline]
     pub fn refund(&mut self, agent: AgentId, cost: u64) {
-        let Some(u) = self
-            .usages
-            .get_mut(agent.0 as usize)
-            .and_then(Option::as_mut)
-        else {
-            return;
-        };
-        let before = u.hold();
-        u.used = u.used.saturating_sub(cost);
-        self.total_hold = self
-            .total_hold
-            .saturating_sub(before)
-            .saturating_add(u.hold());
+        self.update(agent, |u| u.used = u.used.saturating_sub(cost));
     }
 
     /// The usage of `agent` with the pool's total hold, so that the fast path looks the
