@@ -282,6 +282,31 @@ fn c13_explain_never_prints_a_service_name_that_looks_like_a_secret() {
     }
 }
 
+/// Two names that sanitize alike stay two services in `--json`, each with its own values:
+/// the second used to overwrite the first under the same redacted key.
+#[test]
+fn c13_explain_json_keeps_two_secret_looking_names_apart() {
+    let a = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB";
+    let b = "ghp_ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210zy";
+    let json = format!(
+        r#"{{"{a}": {{"retry": {{"max_attempts": 2}}}}, "{b}": {{"retry": {{"max_attempts": 7}}}}}}"#
+    );
+    let o = run(&["explain", "--json"], &[(OVERRIDES, &json)]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains(a) && !out.contains(b), "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("explain --json is JSON");
+    let mut attempts: Vec<u64> = doc["services"]
+        .as_object()
+        .expect("services")
+        .values()
+        .filter(|s| s["max_attempts"]["source"] == "json")
+        .filter_map(|s| s["max_attempts"]["value"].as_u64())
+        .collect();
+    attempts.sort_unstable();
+    assert_eq!(attempts, [2, 7], "{out}");
+}
+
 /// A base delay above the cap is valid (the cap wins, R4) but almost surely a mistake:
 /// `check` says so, naming both values and their sources, and still exits 0.
 #[test]

@@ -10,6 +10,7 @@ pub fn document(config: &Config, services: &[String]) -> String {
     let mut out = Map::new();
     for name in services {
         let s = config.resolve(name, &CodeDeclared::EMPTY);
+        let shown = distinct(&out, render::name(name));
         let mut svc = Map::new();
         svc.insert("category".into(), s.category.as_str().into());
         for e in s.entries() {
@@ -21,14 +22,14 @@ pub fn document(config: &Config, services: &[String]) -> String {
                     v.insert("env_var".into(), var.into());
                 }
                 Source::Json => {
-                    let path = format!("{}.{}.{}", render::name(name), e.section.as_str(), e.key);
+                    let path = format!("{shown}.{}.{}", e.section.as_str(), e.key);
                     v.insert("path".into(), path.into());
                 }
                 _ => {}
             }
             svc.insert(e.key.into(), Value::Object(v));
         }
-        out.insert(render::name(name), Value::Object(svc));
+        out.insert(shown, Value::Object(svc));
     }
     let diagnostics: Vec<Value> = config
         .diagnostics()
@@ -48,4 +49,17 @@ pub fn document(config: &Config, services: &[String]) -> String {
         "diagnostics": diagnostics,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// `shown`, or `shown (2)`, `shown (3)`… if a service shown before has it: two names that
+/// sanitize alike (two tokens pasted as keys) must stay two entries, not one overwriting
+/// the other.
+fn distinct(out: &Map<String, Value>, shown: String) -> String {
+    if !out.contains_key(&shown) {
+        return shown;
+    }
+    (2..)
+        .map(|n| format!("{shown} ({n})"))
+        .find(|k| !out.contains_key(k))
+        .unwrap_or(shown)
 }
