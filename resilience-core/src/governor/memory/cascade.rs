@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cascade {
+    /// Each agent's latest limit within the window, oldest first: at most one entry per
+    /// agent, so a storm of 429s costs one short scan each, not a growing log to sort.
     limited: VecDeque<(Nanos, AgentId)>,
     pub sequential: bool,
     good: u32,
@@ -18,12 +20,12 @@ impl Cascade {
     /// Records that `agent` was limited; returns true if this switched sequential mode on.
     pub fn limited(&mut self, agent: AgentId, now: Nanos, cfg: &CascadeCfg) -> bool {
         self.forget(now, cfg);
+        // An agent limited within the window is counted once; its latest limit is the one
+        // that keeps it in the window longest.
+        self.limited.retain(|&(_, a)| a != agent);
         self.limited.push_back((now, agent));
         self.good = 0;
-        let mut distinct: Vec<AgentId> = self.limited.iter().map(|&(_, a)| a).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        if !self.sequential && distinct.len() >= cfg.agents as usize {
+        if !self.sequential && self.limited.len() >= cfg.agents as usize {
             self.sequential = true;
             return true;
         }
@@ -72,6 +74,21 @@ mod tests {
         assert!(!c.limited(AgentId(1), S, &cfg)); // the same agent again: still one
         assert!(!c.limited(AgentId(2), 10 * S, &cfg));
         assert!(c.limited(AgentId(3), 30 * S, &cfg));
+        assert!(c.sequential);
+    }
+
+    #[test]
+    fn g4_a_storm_of_limits_keeps_one_entry_per_agent() {
+        let cfg = CascadeCfg::default();
+        let mut c = Cascade::default();
+        for i in 0..1000 {
+            c.limited(AgentId(i % 2), i as Nanos, &cfg);
+        }
+        assert_eq!(c.limited.len(), 2);
+        assert!(!c.sequential, "two agents are not a cascade");
+        // Agent 0's first limit was at 0, its latest at 998: it stays counted until 30 s
+        // after the latest.
+        c.limited(AgentId(5), 30 * S + 500, &cfg);
         assert!(c.sequential);
     }
 
