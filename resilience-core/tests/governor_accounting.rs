@@ -156,3 +156,69 @@ fn g8_grant_ledgers_order_after_earlier_decisions_unless_they_cost_nothing() {
     let paid = go(rig.decide(p0, &Request::read()));
     assert!(paid.ledger() > w.ledger && paid.ledger() > free.ledger());
 }
+
+/// A manual clock whose wall clock can be stepped (an NTP correction, a VM resumed) while
+/// the monotonic clock runs on.
+#[derive(Debug, Clone)]
+struct SteppedWallClock {
+    mono: resilience_core::clock::ManualClock,
+    /// Seconds the wall clock has been stepped back.
+    back: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl resilience_core::clock::Clock for SteppedWallClock {
+    fn now(&self) -> Duration {
+        self.mono.now()
+    }
+    fn unix_time(&self) -> Duration {
+        let back = self.back.load(std::sync::atomic::Ordering::Relaxed);
+        resilience_core::clock::Clock::unix_time(&self.mono) - secs(back)
+    }
+}
+
+/// The wall clock steps back 10 s between two answers in one window. Both carry the same
+/// `x-ratelimit-reset`; mapped onto the monotonic clock, the second lands 10 s later, which
+/// used to read as a new window and restart the floor at the second (higher, overtaken)
+/// reading: one call more than the server has left.
+#[test]
+fn g1_a_wall_clock_step_is_not_a_new_window() {
+    use resilience_core::clock::Clock as _;
+    use resilience_core::governor::{Governor, Observation};
+    let clock = SteppedWallClock {
+        mono: resilience_core::clock::ManualClock::new(),
+        back: Default::default(),
+    };
+    let gov = Governor::builder()
+        .clock(clock.clone())
+        .seed(7)
+        .build()
+        .unwrap();
+    let core = gov.add_resource("core", small(10, secs(3600))).unwrap();
+    let a = gov.register("data", Priority::P0).unwrap();
+    let reset = clock.unix_time().as_secs() + 3000;
+    let reading = |remaining: u64| {
+        Observation::from_headers(
+            200,
+            [
+                ("x-ratelimit-limit", "10".to_string()),
+                ("x-ratelimit-remaining", remaining.to_string()),
+                ("x-ratelimit-reset", reset.to_string()),
+            ],
+        )
+    };
+    let g = go(gov.decide(a, core, &Request::read()));
+    let _ = gov.observe(g, &reading(10));
+    let first = go(gov.decide(a, core, &Request::read()));
+    let second = go(gov.decide(a, core, &Request::read()));
+    // The server counted the first call, then the second; the second's answer comes first.
+    let _ = gov.observe(second, &reading(8));
+    clock.back.store(10, std::sync::atomic::Ordering::Relaxed);
+    let _ = gov.observe(first, &reading(9));
+    let snap = gov.snapshot(core).unwrap();
+    assert_eq!(snap.remaining, 8, "the server's lowest count stands");
+    assert!(
+        snap.reset_in.is_some_and(|r| r > secs(3005)),
+        "the reset moved with the wall clock: {:?}",
+        snap.reset_in
+    );
+}

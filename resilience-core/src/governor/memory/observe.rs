@@ -91,10 +91,15 @@ impl ResourceState {
             .reset()
             .map(|r| reset_to_mono(r, now))
             .filter(|&r| r.saturating_sub(n) <= ns(self.cfg.quota.window).saturating_mul(2));
+        let epoch = match obs.reset() {
+            Some(ResetAt::Epoch(secs)) if reset_at.is_some() => Some(secs),
+            _ => None,
+        };
         let applied = self.quota.apply(
             obs.limit(),
             obs.remaining(),
             reset_at,
+            epoch,
             answered,
             n,
             &self.cfg.traffic_light,

@@ -14,6 +14,8 @@ use super::time::{ns, share_ceil, Nanos};
 /// Skew tolerated between two readings of the same `x-ratelimit-reset` (whole seconds).
 const SAME_RESET: Nanos = 2_000_000_000;
 
+const NANOS_PER_SEC: u64 = 1_000_000_000;
+
 #[derive(Debug, Clone)]
 pub(crate) struct Quota {
     pub limit: u64,
@@ -22,6 +24,8 @@ pub(crate) struct Quota {
     pub reset_at: Option<Nanos>,
     /// Whether `reset_at` came from a header (else it is assumed).
     reset_known: bool,
+    /// The header's `x-ratelimit-reset` (epoch seconds) behind `reset_at`, when it was one.
+    reset_epoch: Option<u64>,
     window: Nanos,
     /// Total cost granted so far; grants and waits carry it to order decisions.
     pub ledger: u64,
@@ -49,6 +53,7 @@ impl Quota {
             remaining: assumed.limit,
             reset_at: None,
             reset_known: false,
+            reset_epoch: None,
             window: ns(assumed.window),
             ledger: 0,
             inflight: 0,
@@ -104,6 +109,7 @@ impl Quota {
         self.remaining = self.limit.saturating_sub(self.inflight);
         self.reset_at = None;
         self.reset_known = false;
+        self.reset_epoch = None;
     }
 
     /// The estimate from the floor (or the assumed limit) and the cost in flight.
@@ -141,13 +147,16 @@ impl Quota {
         self.recompute();
     }
 
-    /// Applies a response: its header reading (any of `limit`, `remaining`, `reset_at`), and,
-    /// if it answers a grant still counted in flight, that grant's `answered` cost.
+    /// Applies a response: its header reading (any of `limit`, `remaining`, `reset_at`, and
+    /// `epoch`, the reset as the header gave it if in epoch seconds), and, if it answers a
+    /// grant still counted in flight, that grant's `answered` cost.
+    #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
         limit: Option<u64>,
         remaining: Option<u64>,
         reset_at: Option<Nanos>,
+        epoch: Option<u64>,
         answered: Option<u64>,
         now: Nanos,
         light: &TrafficLight,
@@ -178,14 +187,21 @@ impl Quota {
             out.limit_changed = true;
         }
         if let Some(r) = reset_at {
-            let later = self
-                .reset_at
-                .is_some_and(|old| r > old.saturating_add(SAME_RESET));
+            let later = match (epoch, self.reset_epoch) {
+                // Two epoch headers are compared as the server sent them: a step of this
+                // host's wall clock moves where they fall on the monotonic clock, which
+                // must not read as a new window (it would restart the floor).
+                (Some(e), Some(old)) => e > old.saturating_add(SAME_RESET / NANOS_PER_SEC),
+                _ => self
+                    .reset_at
+                    .is_some_and(|old| r > old.saturating_add(SAME_RESET)),
+            };
             out.new_window = self.reset_known && later;
             let differs = self.reset_at.is_none_or(|old| r.abs_diff(old) > SAME_RESET);
-            if differs || !self.reset_known {
+            if differs || !self.reset_known || out.new_window {
                 self.reset_at = Some(r);
                 self.reset_known = true;
+                self.reset_epoch = epoch;
             }
         }
         if let Some(rem) = remaining {
