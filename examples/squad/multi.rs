@@ -279,7 +279,7 @@ async fn worker() -> Result<(), RunError> {
     let whole = scenario.workload(seed);
     let limits = Limits::github();
     let part = split::part(&whole, k, n).ok_or_else(|| format!("worker {k} of {n}"))?;
-    let config = split::config_for_part(&whole, &part, ResourceConfig::github());
+    let config = split::config_for_part(&whole, &part, ResourceConfig::github())?;
     let anchored = AnchoredClock::new(start, speedup);
     let clock: Arc<dyn Clock> = Arc::new(anchored);
     let sleeper: Arc<dyn AsyncSleeper> = Arc::new(ScaledSleeper::new(speedup));

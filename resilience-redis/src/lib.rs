@@ -111,6 +111,11 @@
 //! With a local [`Governor`](resilience_core::governor::Governor), [`acquire_shared`] asks the
 //! governor first (priority order and pacing in this process), then the shared quota at the
 //! priority granted; the [`SharedPermit`] observes (or releases) both.
+//!
+//! The local governor paces the secondary limits (GitHub's points and creations per minute,
+//! the concurrency cap) for its own process only, so give each process its part of them
+//! with [`ResourceConfig::part`](resilience_core::governor::ResourceConfig::part): with
+//! shares that add up to 1, the processes together never pace past a limit.
 
 mod config;
 mod error;

@@ -9,6 +9,7 @@
 
 use super::workload::Workload;
 use resilience_core::clock::Clock;
+use resilience_core::error::PolicyError;
 use resilience_core::governor::ResourceConfig;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,33 +32,24 @@ pub fn part(workload: &Workload, k: usize, n: usize) -> Option<Workload> {
     })
 }
 
-fn scale(units: u32, share: f64) -> u32 {
-    ((f64::from(units) * share).floor() as u32).max(1)
-}
-
-/// `base` with every window rule's limit (and its P0 headroom and smoothing burst) and the
-/// concurrency cap cut to `part`'s share of `whole`'s agents, so the processes' governors
-/// together stay within the real limits. The share is by agent count, which a deployment
-/// knows, not by the workload's demand, which it does not. A part keeps at least one unit
-/// of each rule.
+/// `base` cut to `part`'s share of `whole`'s agents ([`ResourceConfig::part`]: every
+/// window rule, its P0 headroom and smoothing burst, and the concurrency cap rounded down;
+/// spacing gaps stretched), so the processes' governors together stay within the real
+/// limits. The share is by agent count, which a deployment knows, not by the workload's
+/// demand, which it does not.
+///
+/// # Errors
+///
+/// A part so small that a rule would be left nothing (the error names the rule).
 pub fn config_for_part(
     whole: &Workload,
     part: &Workload,
-    mut base: ResourceConfig,
-) -> ResourceConfig {
-    let s = if whole.agents.is_empty() {
-        1.0
-    } else {
-        part.agents.len() as f64 / whole.agents.len() as f64
-    };
-    for rule in &mut base.pacing.windows {
-        rule.limit = scale(rule.limit, s);
-        rule.p0_headroom = (f64::from(rule.p0_headroom) * s).floor() as u32;
-        rule.p0_headroom = rule.p0_headroom.min(rule.limit.saturating_sub(1));
-        rule.smooth_burst = rule.smooth_burst.map(|b| scale(b, s).min(rule.limit));
+    base: ResourceConfig,
+) -> Result<ResourceConfig, PolicyError> {
+    if whole.agents.is_empty() {
+        return Ok(base);
     }
-    base.pacing.max_concurrent = base.pacing.max_concurrent.map(|c| scale(c, s));
-    base
+    base.part(part.agents.len() as f64 / whole.agents.len() as f64)
 }
 
 /// A [`Clock`] that reads zero at a wall-clock instant every process agrees on, running
@@ -136,12 +128,12 @@ mod tests {
         let (w, n) = (incident(7), 3);
         let base = ResourceConfig::github();
         let parts: Vec<ResourceConfig> = (0..n)
-            .map(|k| config_for_part(&w, &part(&w, k, n).expect("k < n"), base.clone()))
+            .map(|k| config_for_part(&w, &part(&w, k, n).expect("k < n"), base.clone()).unwrap())
             .collect();
         for (i, rule) in base.pacing.windows.iter().enumerate() {
             let sum: u32 = parts.iter().map(|c| c.pacing.windows[i].limit).sum();
-            // Each part keeps at least one unit, so the sum may pass the limit by at most n.
-            assert!(sum <= rule.limit + n as u32, "{}: {sum}", rule.name);
+            // Rounded down: the parts never add up to more than the rule.
+            assert!(sum <= rule.limit, "{}: {sum}", rule.name);
             // Shares add up to one and each floor loses less than a unit.
             assert!(sum + n as u32 >= rule.limit, "{}: {sum}", rule.name);
             for c in &parts {
@@ -149,7 +141,7 @@ mod tests {
                 assert!(r.p0_headroom < r.limit, "{}", r.name);
             }
         }
-        let whole = config_for_part(&w, &w, base.clone());
+        let whole = config_for_part(&w, &w, base.clone()).unwrap();
         assert_eq!(
             whole.pacing.windows, base.pacing.windows,
             "one part is the whole"

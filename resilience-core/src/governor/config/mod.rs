@@ -4,6 +4,7 @@
 
 mod pacing;
 mod patterns;
+mod share;
 
 pub use pacing::{Measure, Pacing, Selector, SpacingRule, WindowRule};
 pub use patterns::{Cascade, Leases, Predictive, RetryWindows, TokenPool, TrafficLight};
