@@ -55,11 +55,11 @@ pub fn document(config: &Config, services: &[String]) -> String {
 /// sanitize alike (two tokens pasted as keys) must stay two entries, not one overwriting
 /// the other.
 fn distinct(out: &Map<String, Value>, shown: String) -> String {
-    if !out.contains_key(&shown) {
-        return shown;
+    let mut key = shown.clone();
+    let mut n = 1;
+    while out.contains_key(&key) {
+        n += 1;
+        key = format!("{shown} ({n})");
     }
-    (2..)
-        .map(|n| format!("{shown} ({n})"))
-        .find(|k| !out.contains_key(k))
-        .unwrap_or(shown)
+    key
 }

@@ -6,13 +6,11 @@ use super::super::observation::{LimitKind, Observation, ResetAt, RetryAfter};
 use super::super::store::{Now, ObserveOutcome, Snapshot};
 use super::breaker::Change;
 use super::state::ResourceState;
-use super::time::{dur, ns, Nanos};
+use super::time::{dur, ns, Nanos, NANOS_PER_SEC};
 use std::time::Duration;
 
 /// The longest block one response can set: a week, as for a Retry-After delay.
 const MAX_BLOCK: Duration = Duration::from_secs(7 * 86_400);
-
-const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 impl ResourceState {
     /// Frees the in-flight slot of `grant`; returns whether it was still counted (a lease

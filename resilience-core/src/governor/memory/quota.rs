@@ -9,12 +9,10 @@
 
 use super::super::config::{AssumedQuota, TrafficLight};
 use super::super::store::Zone;
-use super::time::{ns, share_ceil, Nanos};
+use super::time::{ns, share_ceil, Nanos, NANOS_PER_SEC};
 
 /// Skew tolerated between two readings of the same `x-ratelimit-reset` (whole seconds).
-const SAME_RESET: Nanos = 2_000_000_000;
-
-const NANOS_PER_SEC: u64 = 1_000_000_000;
+const SAME_RESET: Nanos = 2 * NANOS_PER_SEC;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Quota {

@@ -5,6 +5,9 @@ use std::time::Duration;
 /// Nanoseconds since the clock's origin.
 pub(crate) type Nanos = u64;
 
+/// Nanoseconds in a second.
+pub(crate) const NANOS_PER_SEC: Nanos = 1_000_000_000;
+
 /// Far enough in the future to mean "never" without overflowing additions of a few hours.
 pub(crate) const NEVER: Nanos = u64::MAX / 2;
 
@@ -12,7 +15,7 @@ pub(crate) const NEVER: Nanos = u64::MAX / 2;
 pub(crate) fn ns(d: Duration) -> Nanos {
     // u64 arithmetic (no u128): this runs on every decision.
     d.as_secs()
-        .saturating_mul(1_000_000_000)
+        .saturating_mul(NANOS_PER_SEC)
         .saturating_add(u64::from(d.subsec_nanos()))
         .min(NEVER)
 }
