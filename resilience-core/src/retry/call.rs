@@ -2,6 +2,7 @@
 //! (closure style) or turned into a step-by-step loop driver (what the attribute expands to).
 
 use super::classify::{AllTransient, Classifier, ErrorClass};
+use super::driver::shared::fail_on_unwind;
 use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
@@ -102,8 +103,8 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         C: Classifier<E>,
     {
         let _nested = DepthGuard::enter();
-        let permit = self.acquire_once()?;
-        let result = attempt();
+        let mut permit = self.acquire_once()?;
+        let result = fail_on_unwind(&mut permit, attempt);
         self.finish_once(permit, &result);
         result
     }

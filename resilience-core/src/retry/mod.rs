@@ -11,6 +11,9 @@
 //!   cancelled (R7).
 //! - Every failed attempt emits a `tracing` event with `service`, `operation`, `attempt` and
 //!   the sanitized `error` (R8).
+//! - A panic in the operation (its body, its future's poll or the factory making that
+//!   future) counts as a breaker failure (B6; a panicking probe re-opens the circuit, B4) and
+//!   propagates unchanged, never retried; the nesting depth is restored on the way out.
 //! - Exhausted or stopped retries return the operation's last error, unchanged. The
 //!   framework's own refusals reach the caller as `E::from(ResilienceError)`.
 

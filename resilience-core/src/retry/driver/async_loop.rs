@@ -1,7 +1,7 @@
 //! The async retry loop driver, and [`AsyncStep`], the future of one of its attempts.
 
 use super::attempt::{poll_backoff, Ended, InFlight, Phase};
-use super::shared::{report, LoopState};
+use super::shared::{fail_on_unwind, report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use crate::retry::call::Call;
@@ -98,7 +98,7 @@ where
         }
         // Done until it is known to go on: an attempt that panics leaves this future spent.
         *this.phase = Phase::Done;
-        let permit = match this.driver.state.acquire() {
+        let mut permit = match this.driver.state.acquire() {
             Ok(permit) => permit,
             // The attempt is dropped unpolled, with this future.
             Err(refused) => return Poll::Ready(ControlFlow::Break(Err(refused_err(refused)))),
@@ -108,7 +108,7 @@ where
         };
         let polled = {
             let _depth = DepthGuard::set(this.driver.inner_depth);
-            attempt.poll(cx)
+            fail_on_unwind(&mut permit, || attempt.poll(cx))
         };
         if let Poll::Ready(Ok(v)) = polled {
             // The finished attempt is dropped with this future: a completed `async` block

@@ -3,7 +3,7 @@
 //! race with the call's deadline, the breaker report once it ends) and the backoff after it.
 //! One copy, so the deadline rule cannot drift between them.
 
-use super::shared::{report, LoopState};
+use super::shared::{fail_on_unwind, report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::retry::nesting::DepthGuard;
 use crate::sleep::SleepFuture;
@@ -79,7 +79,7 @@ impl<F> InFlight<'_, '_, F> {
                     unreachable!("an attempt is in flight");
                 };
                 let _depth = DepthGuard::set(self.depth);
-                attempt.poll(cx)
+                fail_on_unwind(self.permit, || attempt.poll(cx))
             }
         };
         let ended = match polled {

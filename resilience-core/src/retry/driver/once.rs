@@ -3,6 +3,7 @@
 //!
 //! [`Call::run_once_async`]: crate::retry::Call::run_once_async
 
+use super::shared::fail_on_unwind;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use crate::retry::call::Call;
@@ -76,7 +77,7 @@ where
         };
         let polled = {
             let _depth = DepthGuard::set(*this.inner_depth);
-            attempt.poll(cx)
+            fail_on_unwind(this.permit, || attempt.poll(cx))
         };
         let result = match polled {
             Poll::Ready(result) => result,

@@ -2,7 +2,7 @@
 //! polled in place and the success path builds no loop driver or step future to move.
 
 use super::attempt::{poll_backoff, Ended, InFlight, Phase};
-use super::shared::{report, LoopState};
+use super::shared::{fail_on_unwind, report, LoopState};
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use crate::retry::call::Call;
@@ -87,7 +87,7 @@ where
         let depth = current_depth();
         // The permit first: a refused call runs nothing of the operation, not even the
         // synchronous part of its factory.
-        let permit = match this.state.acquire() {
+        let mut permit = match this.state.acquire() {
             Ok(permit) => permit,
             Err(refused) => return Poll::Ready(Err(refused_first(this.phase, refused))),
         };
@@ -96,11 +96,14 @@ where
         let polled = {
             // The factory runs inside the attempt too (R6): a guarded call it makes is nested.
             let _depth = DepthGuard::set(depth.saturating_add(1));
-            this.attempt.set(Some((this.op)()));
-            let Some(attempt) = this.attempt.as_mut().as_pin_mut() else {
-                unreachable!("the attempt was just stored");
-            };
-            attempt.poll(cx)
+            let (slot, op) = (&mut this.attempt, &mut *this.op);
+            fail_on_unwind(&mut permit, || {
+                slot.set(Some(op()));
+                let Some(attempt) = slot.as_mut().as_pin_mut() else {
+                    unreachable!("the attempt was just stored");
+                };
+                attempt.poll(cx)
+            })
         };
         if let Poll::Ready(Ok(v)) = polled {
             // The finished attempt is dropped with this future: a completed `async` block
@@ -179,9 +182,13 @@ where
             // refusal the factory is not called), at the attempt's depth (R6).
             match state.acquire() {
                 Ok(permit) => {
-                    let _depth = DepthGuard::set(this.depth.saturating_add(1));
-                    this.attempt.set(Some((this.op)()));
                     *this.permit = permit;
+                    // Spent until the attempt exists: a factory that panics leaves it so.
+                    *this.phase = Phase::Done;
+                    let _depth = DepthGuard::set(this.depth.saturating_add(1));
+                    let (slot, op) = (&mut this.attempt, &mut *this.op);
+                    // The factory is the operation's code too: its panic is a failure (B6).
+                    fail_on_unwind(this.permit, || slot.set(Some(op())));
                     *this.phase = Phase::Attempt;
                 }
                 Err(refused) => {

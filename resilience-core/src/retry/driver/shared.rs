@@ -184,3 +184,34 @@ pub(super) fn report(permit: Option<BreakerPermit<'_>>, ok: bool) {
         }
     }
 }
+
+/// Runs `attempt` (the operation's own code: its body, its poll, its future's factory); if it
+/// panics, `permit` is reported as a failure while the panic unwinds (B6: a panic is the
+/// operation failing, and a panicking probe re-opens the circuit, B4). The panic itself goes
+/// on unchanged: nothing is caught.
+///
+/// Keyed on this unwind only, not on `std::thread::panicking()`: a call made from a `Drop`
+/// during someone else's unwinding still reports its own outcome.
+#[inline(always)]
+pub(crate) fn fail_on_unwind<R>(
+    permit: &mut Option<BreakerPermit<'_>>,
+    attempt: impl FnOnce() -> R,
+) -> R {
+    let armed = FailOnUnwind(permit);
+    let out = attempt();
+    // Returned normally: the caller reports the outcome. `armed` holds only a reference.
+    std::mem::forget(armed);
+    out
+}
+
+/// Dropped only if the attempt unwound (see [`fail_on_unwind`]).
+struct FailOnUnwind<'p, 'a>(&'p mut Option<BreakerPermit<'a>>);
+
+impl Drop for FailOnUnwind<'_, '_> {
+    #[cold]
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            p.failure();
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! The sync retry loop driver.
 
-use super::shared::{report, LoopState};
+use super::shared::{fail_on_unwind, report, LoopState};
 use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
@@ -64,13 +64,13 @@ impl<'a, C> SyncLoop<'a, C> {
         E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
     {
-        let permit = match self.state.acquire() {
+        let mut permit = match self.state.acquire() {
             Ok(p) => p,
             Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
         };
         let result = {
             let _depth = DepthGuard::set(self.inner_depth);
-            attempt()
+            fail_on_unwind(&mut permit, attempt)
         };
         match result {
             Ok(v) => {
