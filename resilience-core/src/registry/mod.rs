@@ -1,6 +1,12 @@
 //! Per-service wiring: one breaker and one prebuilt policy per service (R9, R10), looked up or
 //! created under one lock. No parsing here: a [`PolicySource`] says what each service gets.
 //!
+//! The [`PolicySource`] is user code: it runs with the map of services unlocked (B8), so it
+//! may log, or look at this registry (`is_circuit_open`, `services`, even `service` of
+//! another name), without deadlocking. Building services and reloading are serialised by a
+//! second, reentrant lock, so a service is still built exactly once and a reload never loses
+//! a service built while it runs.
+//!
 //! ```
 //! use resilience_core::registry::{Registry, ServicePolicy};
 //!
@@ -18,7 +24,7 @@ pub use source::{PolicySource, ServicePolicy};
 use crate::clock::{Clock, MonotonicClock};
 use crate::retry::ServiceGuard;
 use crate::sleep::{AsyncSleeper, Sleeper};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, ReentrantMutex};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +34,9 @@ use std::sync::Arc;
 pub struct Registry {
     source: Mutex<Arc<dyn PolicySource>>,
     services: Mutex<HashMap<Arc<str>, Arc<ServiceGuard>>>,
+    // Held while the policy source runs (building a service, reloading), never with
+    // `services` held across user code. Reentrant: a source may build another service.
+    building: ReentrantMutex<()>,
     // Counts reloads, for callers that want to notice one (guards are updated in place).
     generation: AtomicU64,
     clock: Arc<dyn Clock>,
@@ -54,15 +63,31 @@ impl Registry {
     }
 
     /// The guard of `service`, created on first use (lookup-or-create under one lock, R10).
+    ///
+    /// The source runs with the map unlocked; creation is serialised by a second lock and
+    /// checked again under it, so the source is asked once per service and one guard is ever
+    /// published (no TOCTOU).
     pub fn service(&self, service: &str) -> Arc<ServiceGuard> {
-        let mut services = self.services.lock();
-        if let Some(g) = services.get(service) {
-            return g.clone();
+        if let Some(g) = self.lookup(service) {
+            return g;
         }
-        let policy = self.source.lock().policy(service);
+        let _building = self.building.lock();
+        if let Some(g) = self.lookup(service) {
+            return g; // built by another thread while this one waited
+        }
+        let source = self.source.lock().clone();
+        let policy = source.policy(service);
         let guard = Arc::new(self.build_guard(service, &policy));
-        services.insert(guard.service().clone(), guard.clone());
-        guard
+        let mut services = self.services.lock();
+        // A source calling `service(this name)` from inside itself built one already.
+        services
+            .entry(guard.service().clone())
+            .or_insert(guard)
+            .clone()
+    }
+
+    fn lookup(&self, service: &str) -> Option<Arc<ServiceGuard>> {
+        self.services.lock().get(service).cloned()
     }
 
     fn build_guard(&self, service: &str, policy: &ServicePolicy) -> ServiceGuard {
@@ -88,12 +113,7 @@ impl Registry {
     /// Closes `service`'s circuit and clears its counters and timestamps at once (B9).
     /// Returns `false` if the service has no breaker or was never used.
     pub fn reset_circuit(&self, service: &str) -> bool {
-        match self
-            .services
-            .lock()
-            .get(service)
-            .and_then(|g| g.breaker().cloned())
-        {
+        match self.breaker(service) {
             Some(b) => {
                 b.reset();
                 true
@@ -105,11 +125,16 @@ impl Registry {
     /// Whether `service`'s circuit is open. Safe from any thread (B10); `false` for a service
     /// without a breaker or never used.
     pub fn is_circuit_open(&self, service: &str) -> bool {
-        self.services
-            .lock()
-            .get(service)
-            .and_then(|g| g.breaker().cloned())
-            .is_some_and(|b| b.is_open())
+        // Asked with the registry unlocked: the look may move the circuit to half-open and
+        // emit that event (B8), and a subscriber may call back into this registry.
+        self.breaker(service).is_some_and(|b| b.is_open())
+    }
+
+    /// `service`'s breaker, if it was built with one; the registry's lock is released on
+    /// return, so nothing the breaker does (or logs) runs under it.
+    fn breaker(&self, service: &str) -> Option<Arc<crate::breaker::CircuitBreaker>> {
+        let services = self.services.lock();
+        services.get(service).and_then(|g| g.breaker().cloned())
     }
 
     /// Names of the services built so far.
@@ -123,11 +148,22 @@ impl Registry {
     /// (every holder of their guard sees it on its next call). A breaker keeps its settings
     /// and state: the names of services whose new breaker settings differ are returned, as
     /// those settings take effect only for a new registry (at restart).
+    ///
+    /// The source runs with the map unlocked (a service it builds meanwhile gets the new
+    /// source); reloads and service creation are serialised, so none is lost.
     pub fn reload(&self, source: impl PolicySource) -> Vec<Arc<str>> {
         let source: Arc<dyn PolicySource> = Arc::new(source);
-        let services = self.services.lock();
+        let _building = self.building.lock();
+        // Swapped first: any service built from here on, even by the source itself, gets it.
+        *self.source.lock() = source.clone();
+        let services: Vec<_> = self
+            .services
+            .lock()
+            .iter()
+            .map(|(n, g)| (n.clone(), g.clone()))
+            .collect();
         let mut breaker_changed = Vec::new();
-        for (name, guard) in services.iter() {
+        for (name, guard) in &services {
             let policy = source.policy(name);
             guard.set_policy(policy.retry);
             let same_breaker = match (guard.breaker(), policy.breaker) {
@@ -139,7 +175,6 @@ impl Registry {
                 breaker_changed.push(name.clone());
             }
         }
-        *self.source.lock() = source;
         self.generation.fetch_add(1, Ordering::Release);
         breaker_changed.sort();
         breaker_changed
@@ -200,6 +235,7 @@ impl RegistryBuilder {
         Registry {
             source: Mutex::new(self.source),
             services: Mutex::default(),
+            building: ReentrantMutex::new(()),
             generation: AtomicU64::new(0),
             clock: self
                 .clock

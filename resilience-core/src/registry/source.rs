@@ -23,6 +23,10 @@ impl Default for ServicePolicy {
 
 /// Says which policy a service gets. Called once per service (and again on reload), never on
 /// the call path. Implemented by closures `Fn(&str) -> ServicePolicy`.
+///
+/// It runs with the registry's map of services unlocked: it may log and may call back into
+/// the registry (asking for another service builds that one first). Building services and
+/// reloads wait for it, so it should return promptly.
 pub trait PolicySource: Send + Sync + 'static {
     /// The policy of `service`.
     fn policy(&self, service: &str) -> ServicePolicy;
