@@ -8,6 +8,7 @@ use resilience_core::registry::{Registry, RegistryBuilder, ServicePolicy};
 use resilience_core::retry::{RetryPolicy, ServiceGuard};
 use resilience_core::sleep::{AsyncSleeper, Sleeper};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 static GLOBAL: OnceLock<Runtime> = OnceLock::new();
@@ -19,8 +20,13 @@ static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 /// independent runtimes with [`Runtime::builder`].
 pub struct Runtime {
     config: RwLock<Config>,
+    // Bumped with every config a reload installs; written with `config` and `sites` both
+    // locked, so reading it under either lock is consistent with what that lock guards.
+    config_version: AtomicU64,
     registry: Registry,
     sites: Mutex<Vec<(&'static CallSite, &'static ServiceGuard)>>,
+    // Serialises reloads, so two cannot interleave their updates.
+    reloading: Mutex<()>,
 }
 
 /// Why a [`Runtime::reload`] was refused: every problem in the new config. The running policies
@@ -155,13 +161,34 @@ impl Runtime {
 
     /// Resolves a call site's guard: the service's breaker with the site's retry policy. The
     /// guard lives as long as the site (a `static`), so it is leaked, once per site.
+    ///
+    /// The site is published only if no reload installed a config since its policy was
+    /// resolved; otherwise it is resolved again, from the config now in force. So a reload
+    /// either finds the site in its walk or the site was resolved from the reload's config:
+    /// never a lost update. No lock is held while resolving (it may log).
     pub(crate) fn register_site(&self, site: &'static CallSite) -> &'static ServiceGuard {
         let service = self.registry.service(site.service());
-        let config = self.config.read();
+        let (mut config, mut version) = self.config_and_version();
         let policy = site_policy(&config, site, service.policy());
         let guard: &'static ServiceGuard = Box::leak(Box::new(service.with_policy(policy)));
-        self.sites.lock().push((site, guard));
-        guard
+        loop {
+            {
+                let mut sites = self.sites.lock();
+                if self.config_version.load(Ordering::Acquire) == version {
+                    sites.push((site, guard));
+                    return guard;
+                }
+            }
+            // A reload landed in between and did not see this site: resolve it again.
+            (config, version) = self.config_and_version();
+            guard.set_policy(site_policy(&config, site, service.policy()));
+        }
+    }
+
+    /// The config in force and its version, read together.
+    fn config_and_version(&self) -> (Config, u64) {
+        let config = self.config.read();
+        (config.clone(), self.config_version.load(Ordering::Acquire))
     }
 
     /// Applies a new config to every service and call site already in use. All or nothing: if
@@ -179,14 +206,22 @@ impl Runtime {
             tracing::warn!(target: "resilience::config", reason = %refused, "config reload refused");
             return Err(refused);
         }
+        let _reloading = self.reloading.lock();
         let source = config.clone();
         let breaker_changed = self
             .registry
             .reload(move |service: &str| service_policy(&source, service));
-        for (site, guard) in self.sites.lock().iter() {
+        // Installed before the walk, with the sites locked: a site registering concurrently
+        // is either in this walk or sees the new version and resolves itself again.
+        let sites = {
+            let sites = self.sites.lock();
+            *self.config.write() = config.clone();
+            self.config_version.fetch_add(1, Ordering::AcqRel);
+            sites.clone()
+        };
+        for (site, guard) in &sites {
             guard.set_policy(site_policy(&config, site, guard.policy()));
         }
-        *self.config.write() = config;
         Ok(breaker_changed)
     }
 }
@@ -239,8 +274,10 @@ impl RuntimeBuilder {
     pub fn build(self) -> Runtime {
         Runtime {
             config: RwLock::new(self.config),
+            config_version: AtomicU64::new(0),
             registry: self.registry.build(),
             sites: Mutex::default(),
+            reloading: Mutex::new(()),
         }
     }
 }
