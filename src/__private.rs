@@ -133,9 +133,47 @@ pub fn typed_attempt<R, F: Future<Output = R>>(attempt: F) -> F {
     attempt
 }
 
-/// Runs the synchronous part of a guarded `impl Future` fn's body (what makes the attempt's
+/// The attempt of a retried `impl Future` fn: `make` (the fn's body, which runs its
+/// synchronous part and returns the attempt's future) is called on the first poll, so it runs
+/// inside the attempt: after the breaker admitted it (an open circuit runs nothing of the
+/// body), one nesting level deeper (R6), and a panic in it counts as a failure (B6).
+#[inline(always)]
+pub fn deferred<M: FnOnce() -> F, F: Future>(make: M) -> Deferred<M, F> {
+    Deferred::Make { make: Some(make) }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`deferred`].
+    #[project = DeferredProj]
+    pub enum Deferred<M, F> {
+        /// Not polled yet. `None` once `make` was taken (and panicked).
+        Make { make: Option<M> },
+        /// The attempt's future.
+        Run { #[pin] fut: F },
+    }
+}
+
+impl<M: FnOnce() -> F, F: Future> Future for Deferred<M, F> {
+    type Output = F::Output;
+
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if let DeferredProj::Make { make } = self.as_mut().project() {
+            let Some(make) = make.take() else {
+                panic!("a retried attempt's future was polled again after its body panicked");
+            };
+            self.set(Deferred::Run { fut: make() });
+        }
+        match self.project() {
+            DeferredProj::Run { fut } => fut.poll(cx),
+            DeferredProj::Make { .. } => unreachable!("made above"),
+        }
+    }
+}
+
+/// Runs the synchronous part of a run-once `impl Future` fn's body (what makes the attempt's
 /// future) one nesting level deeper, as the attempt itself runs (R6): a guarded call made
-/// there is nested.
+/// there is nested. (A retried one defers its body into the attempt: [`deferred`].)
 #[inline(always)]
 pub fn in_attempt<R>(make: impl FnOnce() -> R) -> R {
     let _depth = resilience_core::retry::nesting::DepthGuard::enter();

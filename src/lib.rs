@@ -252,8 +252,11 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 ///
 /// A retried fn returning `impl Future` runs its body again for each attempt, so the future
 /// it returns owns the fn's arguments: with a `&self` receiver, say so in the return type
-/// (`impl Future<Output = ..> + '_`), or write an `async fn`. A fn that is not retried runs its
-/// body once at call time, as before, and its future captures no more than the original did.
+/// (`impl Future<Output = ..> + '_`), or write an `async fn`. Each run of the body, its
+/// synchronous part included, happens inside its attempt, when the returned future is
+/// polled: once the circuit is open, none of it runs. A fn that is not retried runs its body
+/// once at call time, as before (its synchronous part runs even if the breaker then refuses
+/// the future), and its future captures no more than the original did.
 pub use resilience_macros::retry_service_operation;
 
 /// Declares [`retry_service_operation`] arguments once for every annotated fn in an `impl`

@@ -207,6 +207,43 @@ async fn r6_a_guarded_call_in_the_sync_part_of_an_impl_future_body_is_nested() {
     );
 }
 
+static IMPL_FUTURE_BODY: Attempts = Attempts::new();
+
+// Its synchronous part counts the body's runs; its future fails.
+#[retry_service_operation(
+    service = "rt_breaker_impl_future",
+    idempotent,
+    max_attempts = 2,
+    backoff = "none"
+)]
+fn failing_impl_future() -> impl std::future::Future<Output = Result<u32, ApiError>> {
+    let run = IMPL_FUTURE_BODY.next();
+    async move { Err(ApiError::Flaky(run)) }
+}
+
+/// A retried `impl Future` fn's body, its synchronous part included, runs inside each
+/// attempt: once the circuit is open (B1), a call runs none of it (M1), exactly as for an
+/// `async fn`. (It used to run the synchronous part before asking the breaker.)
+#[tokio::test]
+async fn m1_b1_a_retried_impl_future_fn_runs_none_of_its_body_once_the_circuit_is_open() {
+    let mut refused_call = None;
+    for call in 1..=100 {
+        if is_circuit_open(&failing_impl_future().await) {
+            refused_call = Some(call);
+            break;
+        }
+    }
+    // As for the sync read above: the fifth failure (call 3's first attempt) opens it.
+    assert_eq!(refused_call, Some(3));
+    assert_eq!(IMPL_FUTURE_BODY.count(), 5);
+    assert!(is_circuit_open(&failing_impl_future().await));
+    assert_eq!(
+        IMPL_FUTURE_BODY.count(),
+        5,
+        "a refused call ran the synchronous part of the body"
+    );
+}
+
 static SLOW: Attempts = Attempts::new();
 
 // The first backoff (0.2 s) would end past the 0.05 s budget, so none is scheduled.

@@ -138,7 +138,8 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
         }
         // Each attempt runs the original body again for a fresh future, so the returned
-        // future owns the arguments.
+        // future owns the arguments. The body runs on the attempt's first poll (`deferred`),
+        // after the breaker admitted it: an open circuit runs none of it.
         (Shape::ImplFuture, true) => {
             let step = driver_fn("step");
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
@@ -146,7 +147,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             async move {
                 let mut #driver = #p::async_loop(&#site);
                 loop {
-                    let #attempt = #p::typed_attempt::<#ty, _>(#p::in_attempt(|| #attempt_body));
+                    let #attempt = #p::typed_attempt::<#ty, _>(#p::deferred(|| #attempt_body));
                     if let #p::ControlFlow::Break(#result) = #step_call #await_ {
                         break #result;
                     }
@@ -155,7 +156,9 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
         }
         // One attempt: the body runs now, as it did unguarded, and only its future is
-        // captured, so the returned future borrows nothing more than before.
+        // captured, so the returned future borrows nothing more than before (deferring it
+        // would capture every argument, breaking a `+ 'static` bound the body met). So the
+        // synchronous part runs even if the breaker then refuses the future.
         // The returned block is spanned on the error type too: its future's bounds are
         // checked there (see `await_`).
         (Shape::ImplFuture, false) => {
