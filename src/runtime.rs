@@ -220,7 +220,10 @@ impl Runtime {
             sites.clone()
         };
         for (site, guard) in &sites {
-            guard.set_policy(site_policy(&config, site, guard.policy()));
+            // A site whose declared values are invalid falls back to its service's policy,
+            // the reloaded one (as at registration), not to its own from before the reload.
+            let service = self.registry.service(site.service());
+            guard.set_policy(site_policy(&config, site, service.policy()));
         }
         Ok(breaker_changed)
     }
