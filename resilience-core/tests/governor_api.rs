@@ -170,6 +170,18 @@ fn unknown_ids_and_bad_registrations_are_typed_errors() {
         ..GovernorConfig::default()
     };
     assert!(Governor::builder().config(zero_lease).build().is_err());
+    let zero_bound = GovernorConfig {
+        leases: resilience_core::governor::Leases {
+            call_bound: Duration::ZERO,
+            ..Default::default()
+        },
+        ..GovernorConfig::default()
+    };
+    let err = Governor::builder()
+        .config(zero_bound)
+        .build()
+        .expect_err("a call bound of 0 s");
+    assert!(err.to_string().contains("leases.call_bound"), "{err}");
 }
 
 #[test]

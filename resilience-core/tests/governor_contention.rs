@@ -47,6 +47,7 @@ fn g1_g6_no_priority_inversions_with_many_threads() {
         leases: Leases {
             ttl: Duration::from_secs(86_400),
             ticket_grace: Duration::from_secs(86_400),
+            call_bound: Duration::from_secs(86_400),
         },
         ..GovernorConfig::default()
     };

@@ -193,7 +193,11 @@ fn g5_heartbeats_keep_the_lease() {
 fn g5_a_dead_agents_slots_and_place_in_line_are_freed() {
     let mut cfg = pool_only();
     cfg.pacing.max_concurrent = Some(2);
-    let rig = Rig::new(cfg);
+    // Grants left in flight are settled by their call bound too (30 s by default): here
+    // it is longer than the lease, so what frees the slots is the lease.
+    let mut gc = resilience_core::governor::GovernorConfig::default();
+    gc.leases.call_bound = secs(3600);
+    let rig = Rig::with_governor_config(cfg, gc);
     let dead = rig.agent("crashed", Priority::P0);
     let live = rig.agent("data", Priority::P1);
     let lost1 = go(rig.decide(dead, &Request::read()));

@@ -88,7 +88,11 @@ fn g5_a_late_observe_from_an_expired_lease_leaves_no_cost_stuck_in_flight() {
 /// were counted in the old window: they must not lower the new window's estimate.
 #[test]
 fn g1_old_window_answers_after_a_roll_do_not_lower_the_new_window() {
-    let rig = Rig::new(small(10, secs(3600)));
+    // Calls in flight for 101 s: longer than the default call bound (30 s), past which they
+    // would be settled unanswered; here they are answered, late.
+    let mut gc = resilience_core::governor::GovernorConfig::default();
+    gc.leases.call_bound = secs(3600);
+    let rig = Rig::with_governor_config(small(10, secs(3600)), gc);
     let a = rig.agent("data", Priority::P0);
     rig.call(a, &rig.ok(10, 10, 100));
     let old_reset = rig.reset_epoch(100);

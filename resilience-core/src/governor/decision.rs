@@ -61,7 +61,9 @@ impl Decision {
 
 /// Permission to make one call. Not `Clone`: each grant is observed or released once. A
 /// grant dropped without either stays in flight (its cost held back from the quota
-/// estimate, in this window and the next) until its agent's lease expires; a
+/// estimate, its slot under a concurrency cap taken) until
+/// [`Leases::call_bound`](super::Leases::call_bound) passes (30 s by default), or its
+/// agent's lease expires; then it counts as a call made without a reading. A
 /// [`Permit`](super::Permit) releases it on drop.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "observe the response or release the grant"]
@@ -86,6 +88,8 @@ pub(crate) struct Footprint {
     /// The agent's lease episode when granted: a grant from before its lease expired was
     /// already settled by the sweep.
     pub lease: u32,
+    /// Its number among the resource's grants in flight (settled at most once).
+    pub flight: u64,
 }
 
 impl Grant {
@@ -114,12 +118,18 @@ impl Grant {
     /// Records what `req` counted in the pacing rules, and the agent's lease episode
     /// (in-process store).
     #[inline]
-    pub(crate) fn with_footprint(mut self, req: &super::request::Request<'_>, lease: u32) -> Self {
+    pub(crate) fn with_footprint(
+        mut self,
+        req: &super::request::Request<'_>,
+        lease: u32,
+        flight: u64,
+    ) -> Self {
         self.footprint = Some(Footprint {
             kind: req.kind(),
             points: req.points(),
             endpoint: req.endpoint().is_some(),
             lease,
+            flight,
         });
         self
     }

@@ -27,9 +27,17 @@ pub struct Rig {
 
 impl Rig {
     pub fn new(cfg: ResourceConfig) -> Self {
+        Self::with_governor_config(cfg, resilience_core::governor::GovernorConfig::default())
+    }
+
+    pub fn with_governor_config(
+        cfg: ResourceConfig,
+        governor: resilience_core::governor::GovernorConfig,
+    ) -> Self {
         let clock = ManualClock::new();
         let gov = Governor::builder()
             .clock(clock.clone())
+            .config(governor)
             .seed(7)
             .build()
             .expect("valid governor");

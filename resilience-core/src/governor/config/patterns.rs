@@ -267,6 +267,13 @@ pub struct Leases {
     /// A waiter that does not come back within this long after its time is dropped from the
     /// line, so a crashed agent cannot hold others back. Default 5 s.
     pub ticket_grace: Duration,
+    /// A grant neither observed nor released within this long (dropped, or held by a task
+    /// that hangs) is settled as a call made without a reading: its cost counts as spent and
+    /// its concurrency slot comes back. Default 30 s (GitHub ends a REST request after 10 s).
+    /// An answer that comes later still gives its reading. (Checked at most once a second, on
+    /// the next decision; the in-process store also settles early the oldest of more than
+    /// 4096 grants in flight.)
+    pub call_bound: Duration,
 }
 
 impl Default for Leases {
@@ -274,6 +281,7 @@ impl Default for Leases {
         Self {
             ttl: Duration::from_secs(120),
             ticket_grace: Duration::from_secs(5),
+            call_bound: Duration::from_secs(30),
         }
     }
 }
@@ -282,6 +290,13 @@ impl Leases {
     pub(crate) fn validate(&self) -> Result<(), PolicyError> {
         if self.ttl.is_zero() {
             return Err(PolicyError::new("leases.ttl", "0s", "must be positive"));
+        }
+        if self.call_bound.is_zero() {
+            return Err(PolicyError::new(
+                "leases.call_bound",
+                "0s",
+                "must be positive",
+            ));
         }
         Ok(())
     }

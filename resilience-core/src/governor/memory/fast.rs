@@ -125,6 +125,7 @@ impl ResourceState {
         self.inflight = self.inflight.saturating_add(1);
         let lease = u.lease;
         let warned = u.charge_fast(total_hold, cost, now, seen);
+        let flight = self.open_flight(now, agent, req.cost(), lease);
         if !self.quota.is_green() || self.quota.reset_at.is_some_and(|r| r < self.due) {
             // Crossed into amber, or the window was just anchored: refresh the caches.
             self.after_grant(now);
@@ -132,7 +133,7 @@ impl ResourceState {
         Some(
             Grant::new(self.id, agent, priority, req.cost(), ledger, now_d)
                 .with_upstream_limited(warned)
-                .with_footprint(req, lease),
+                .with_footprint(req, lease, flight),
         )
     }
 }

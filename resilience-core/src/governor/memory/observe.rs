@@ -17,6 +17,12 @@ impl ResourceState {
     /// sweep may already have settled the calls of a presumed-dead agent).
     #[inline]
     fn settle(&mut self, grant: &Grant) -> bool {
+        // Settled once: not again if its call bound passed (G5) or its lease was swept.
+        if let Some(f) = grant.footprint() {
+            if !self.flights.close(f.flight) {
+                return false;
+            }
+        }
         let Some(u) = self.pool.get_mut(grant.agent()) else {
             return false;
         };
@@ -103,6 +109,7 @@ impl ResourceState {
             &self.cfg.traffic_light,
         );
         if applied.new_window {
+            self.window_started = n;
             self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
             if self.breaker.new_window() {
                 tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");

@@ -13,6 +13,7 @@ use super::super::store::Zone;
 use super::block::Block;
 use super::breaker::Breaker;
 use super::cascade::Cascade;
+use super::flights::{Flights, MAX_TRACKED};
 use super::pool::Pool;
 use super::queue::{Queue, Waiter};
 use super::quota::Quota;
@@ -31,6 +32,8 @@ pub(crate) struct Timing {
     pub ticket_grace: Nanos,
     pub idle_after: Nanos,
     pub promote_after: Nanos,
+    /// [`Leases::call_bound`](crate::governor::Leases::call_bound).
+    pub call_bound: Nanos,
 }
 
 #[derive(Debug)]
@@ -47,6 +50,10 @@ pub(crate) struct ResourceState {
     pub rules: Rules,
     pub queue: Queue,
     pub inflight: u32,
+    /// The grants counted in `inflight`, to settle those never settled (G5).
+    pub(super) flights: Flights,
+    /// When the current quota window began (it rolled, or a reading named a new reset).
+    pub(super) window_started: Nanos,
     /// Limits in a row that gave no retry-after and no reset to wait for (G6 backoff).
     pub(super) unexplained_limits: u32,
     next_sweep: Nanos,
@@ -81,6 +88,8 @@ impl ResourceState {
             rules,
             queue: Queue::default(),
             inflight: 0,
+            flights: Flights::default(),
+            window_started: 0,
             unexplained_limits: 0,
             next_sweep: 0,
             due: 0,
@@ -103,6 +112,7 @@ impl ResourceState {
             // Agents paused until this reset come back now: pace them (G6).
             let spent = !self.quota.is_green();
             self.quota.roll();
+            self.window_started = now;
             if spent {
                 self.block.pace_from(now, &self.cfg.retry_windows);
             }
@@ -126,6 +136,7 @@ impl ResourceState {
                     u.inflight_cost = 0;
                     u.lease = u.lease.wrapping_add(1);
                 }
+                self.flights.close_agent(agent);
                 self.queue.remove_agent(agent);
                 tracing::info!(
                     resource = %self.name,
@@ -133,6 +144,7 @@ impl ResourceState {
                     "governor: lease expired, unused reservation returned to the pool (G5)"
                 );
             }
+            self.settle_due(now);
             self.queue.expire(now, self.timing.ticket_grace);
             self.cascade.forget(now, &self.cfg.cascade);
             self.next_sweep = now.saturating_add(SWEEP_EVERY);
@@ -443,8 +455,55 @@ impl ResourceState {
             .and_then(|u| u.warned)
             .filter(|&(_, until)| until > now)
             .map(|(by, _)| by);
+        let flight = self.open_flight(now, agent, req.cost(), lease);
         Grant::new(self.id, agent, priority, req.cost(), ledger, dur(now))
             .with_upstream_limited(warned)
-            .with_footprint(req, lease)
+            .with_footprint(req, lease, flight)
+    }
+}
+
+impl ResourceState {
+    /// Records a grant in flight; past [`MAX_TRACKED`] remembered, settles the oldest.
+    #[inline]
+    pub(super) fn open_flight(&mut self, now: Nanos, agent: AgentId, cost: u32, lease: u32) -> u64 {
+        let flight = self.flights.open(now, agent, cost, lease);
+        if self.flights.len() > MAX_TRACKED {
+            self.settle_due(now);
+        }
+        flight
+    }
+
+    /// G5: settles the grants in flight for longer than the call bound (or beyond the most
+    /// remembered) as calls made without a reading: cost spent, slot freed.
+    #[cold]
+    pub(super) fn settle_due(&mut self, now: Nanos) {
+        let before = now.saturating_sub(self.timing.call_bound);
+        let mut settled = 0u32;
+        while let Some(f) = self.flights.pop_due(before) {
+            let Some(u) = self.pool.get_mut(f.agent) else {
+                continue;
+            };
+            if u.lease != f.lease || u.inflight == 0 {
+                continue; // settled by the sweep of an expired lease
+            }
+            u.inflight -= 1;
+            u.inflight_cost = u.inflight_cost.saturating_sub(u64::from(f.cost));
+            self.inflight = self.inflight.saturating_sub(1);
+            if f.at < self.window_started {
+                // Granted in a window that has ended: counted there, not in this one.
+                self.quota.refund(u64::from(f.cost));
+            } else {
+                self.quota.spent_unread(u64::from(f.cost));
+            }
+            settled += 1;
+        }
+        if settled > 0 {
+            tracing::warn!(
+                resource = %self.name,
+                calls = settled,
+                "governor: grants neither observed nor released within the call bound, counted as spent (observe or release every grant; a Permit releases on drop)"
+            );
+            self.refresh(now);
+        }
     }
 }
