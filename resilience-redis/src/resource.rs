@@ -142,7 +142,9 @@ impl SharedQuota {
 
     /// Reports the response to a call (made under `grant`, if any): its quota headers update
     /// the shared pool, a rate limit blocks the resource for every process (G6: `retry-after`,
-    /// else 60 s for a secondary limit; a primary limit empties the pool until reset).
+    /// else 60 s for a secondary limit, doubled for each one in a row seen by any process up
+    /// to [`WaitPolicy::max_secondary_block`](crate::WaitPolicy::max_secondary_block), a good
+    /// response starting over; a primary limit empties the pool until reset).
     /// A stale grant's reading is ignored ([`Settled::Fenced`]); its block still counts.
     pub async fn observe(
         &self,

@@ -109,6 +109,37 @@ async fn g7_g6_secondary_limits_in_a_row_back_off_exponentially() {
     );
 }
 
+/// The doubling stops at `WaitPolicy::max_secondary_block` (the in-process
+/// `retry_windows.max_default_block`, 16 min by default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_secondary_backoff_stops_at_its_cap() {
+    let Some(srv) = server() else { return };
+    assert_eq!(
+        WaitPolicy::default().max_secondary_block,
+        Duration::from_secs(16 * 60)
+    );
+    let p = prefix("backoffcap");
+    let wait = WaitPolicy {
+        secondary_block: MS(150),
+        max_secondary_block: MS(400),
+        ..WaitPolicy::default()
+    };
+    let (_r, a) = plain(&srv, &p, "a", 1_000, MS(3_600_000), wait).await;
+    let mut blocks = Vec::new();
+    for _ in 0..4 {
+        let g = go(a.try_acquire(1, Priority::P1).await.expect("ask"));
+        a.observe(Some(g), &secondary()).await.expect("observe");
+        let left = blocked_ms(&a).await;
+        blocks.push(left);
+        tokio::time::sleep(MS(u64::try_from(left).expect("ms") + 30)).await;
+    }
+    let want = [150, 300, 400, 400];
+    assert!(
+        blocks.iter().zip(want).all(|(&g, w)| g <= w && g + 40 >= w),
+        "{blocks:?}, want about {want:?}"
+    );
+}
+
 /// Calls in flight when the block began answer inside it with the same limit: they count
 /// once (the block runs its base length from the last of them), not one doubling each.
 /// Good responses answered inside the block do not start the backoff over either.
