@@ -336,7 +336,11 @@ if op == 'acq' then
     status, reason = 2, 4
   elseif now < s.block_until then
     status, reason, wait = 2, 1, s.block_until - now
-  elseif ahead > now then
+  elseif ahead > now and ((s.pool >= cost and not recovering)
+      or lease.reserved >= cost + keep) then
+    -- Yielding only quota it could be paid: refused for want of quota, it is told the real
+    -- reason and when the window resets (its waiter then comes back in its priority's G6
+    -- window past the reset, not at the first ask after it with every other waiter).
     status, reason, wait = 2, 5, ahead - now
   else
     if s.pool >= cost and not recovering then
