@@ -447,6 +447,10 @@ elseif op == 'obs' then
     -- Nothing left upstream until the reset: a reservation or an express lane would spend
     -- into rejections (and risk a ban), so the resource blocks until then, on every node.
     if exhausted == 1 or h_rem == 0 then
+      -- With no reset known (no header, no grant yet in this window), the window upstream
+      -- began no later than now: it resets a window from now at the latest. Without this,
+      -- nothing would ever roll the window, and the empty pool would stay empty for good.
+      if s.reset_at == 0 then s.reset_at = now + s.window end
       local until_ = (h_reset > now) and h_reset or s.reset_at
       if until_ > now then block_to(until_) end
     end
