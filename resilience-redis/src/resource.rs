@@ -128,7 +128,11 @@ impl SharedQuota {
             }
             let elapsed = clock.now().saturating_sub(start);
             let sleep = match max_wait {
-                Some(max) if elapsed + wait.delay > max && !plan.wakeable => {
+                // Only a block is sure to outlast the wait (quota may be returned before a
+                // reset).
+                Some(max)
+                    if elapsed + wait.delay > max && wait.reason == QuotaWaitReason::Blocked =>
+                {
                     return Err(self.too_long(wait.delay));
                 }
                 Some(max) if elapsed >= max => return Err(self.too_long(wait.delay)),
