@@ -373,6 +373,7 @@ fn scaled_wait(speedup: f64) -> WaitPolicy {
         poll: s(d.poll).max(Duration::from_millis(5)),
         wake_jitter: s(d.wake_jitter),
         secondary_block: s(d.secondary_block),
+        max_secondary_block: s(d.max_secondary_block),
     }
 }
 

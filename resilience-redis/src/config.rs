@@ -32,8 +32,13 @@ pub struct WaitPolicy {
     /// in `[p, p + 1) × wake_jitter` first, so higher priorities ask first.
     pub wake_jitter: Duration,
     /// G6: how long a secondary limit without `retry-after` blocks the resource (GitHub's
-    /// documented minute).
+    /// documented minute). Each such limit that follows another, with no good response in
+    /// between (seen by any process), doubles it (GitHub: "wait at least one minute, then
+    /// back off exponentially"), up to `max_secondary_block`.
     pub secondary_block: Duration,
+    /// The longest the doubling of `secondary_block` goes. Default 16 min (60 s doubled four
+    /// times), as the in-process `retry_windows.max_default_block`.
+    pub max_secondary_block: Duration,
 }
 
 impl Default for WaitPolicy {
@@ -48,6 +53,7 @@ impl Default for WaitPolicy {
             poll: Duration::from_secs(1),
             wake_jitter: ms(20),
             secondary_block: Duration::from_secs(60),
+            max_secondary_block: Duration::from_secs(16 * 60),
         }
     }
 }
@@ -254,6 +260,9 @@ impl RedisQuotaConfig {
                 return bad(field, "above zero");
             }
         }
+        if self.wait.max_secondary_block < self.wait.secondary_block {
+            return bad("wait.max_secondary_block", "at least wait.secondary_block");
+        }
         if self.wait.windows.iter().any(|(a, b)| a > b) {
             return bad("wait.windows", "each window's start at or before its end");
         }
@@ -340,6 +349,12 @@ mod tests {
         assert!(e.to_string().contains("lease_ttl"), "{e}");
         let e = base.clone().node("a:b").validate().unwrap_err();
         assert!(e.to_string().contains("node"), "{e}");
+        let short_cap = WaitPolicy {
+            max_secondary_block: Duration::from_secs(30),
+            ..WaitPolicy::default()
+        };
+        let e = base.clone().wait(short_cap).validate().unwrap_err();
+        assert!(e.to_string().contains("wait.max_secondary_block"), "{e}");
         let e = QuotaSpec::new(0, Duration::from_secs(1))
             .validate()
             .unwrap_err();

@@ -58,9 +58,16 @@
 //!   a holder that comes back after its lease expired gets its held share back less the
 //!   allowance (a call of its old lease may still be on its way with a later report).
 //! - **Waiting.** After a block, each waiter asks again in its priority's G6 window past the
-//!   block's end. While the quota is spent, a pub/sub message wakes waiters when quota comes
+//!   block's end. A secondary limit without `retry-after` blocks for
+//!   [`WaitPolicy::secondary_block`] (60 s), doubled for each one in a row seen by any
+//!   process, up to [`WaitPolicy::max_secondary_block`] (16 min); a good response starts
+//!   over. While the quota is spent, a pub/sub message wakes waiters when quota comes
 //!   back (returned grants, expired leases); a waiter re-asks at the latest every
 //!   [`WaitPolicy::poll`] × [0.5, 1) (default under 1 s), so a lost message costs at most that.
+//!   Once the reset is due before its next ask, it asks again in its priority's G6 window past
+//!   the reset, as after a block: the waiters paused until a reset do not all come back at
+//!   its first instant. A spent quota with no reset known comes back a window later at the
+//!   latest.
 //! - **Priority across processes.** A P0 or P1 ask refused for want of quota makes every
 //!   lower priority, in every process, wait ([`QuotaWaitReason::Yielding`]) for the asker's
 //!   poll bound, within which it asks again; so quota that comes back while a higher

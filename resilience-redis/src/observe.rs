@@ -3,7 +3,7 @@
 use crate::config::RedisQuotaConfig;
 use crate::grant::QuotaGrant;
 use crate::quota::ms;
-use crate::script::ObserveArgs;
+use crate::script::{Backoff, ObserveArgs};
 use resilience_core::governor::{LimitKind, Observation, ResetAt, RetryAfter};
 
 /// Absolute times (`x-ratelimit-reset`, an HTTP-date `retry-after`) are passed as unix ms and
@@ -30,15 +30,24 @@ pub(crate) fn args(
         Some(ResetAt::After(s)) => a.reset_after_ms = s.saturating_mul(1000).max(1),
         None => {}
     }
-    if let Some(kind) = obs.limit_kind() {
+    let kind = obs.limit_kind();
+    if kind.is_none() && obs.status() < 400 {
+        a.backoff = Backoff::Good;
+    }
+    if let Some(kind) = kind {
         a.exhausted = kind == LimitKind::Primary;
         match obs.retry_after() {
             Some(RetryAfter::Delay(d)) => a.block_ms = ms(d).max(1),
             Some(RetryAfter::At(epoch)) => a.block_until_ms = epoch.saturating_mul(1000),
             // A spent quota waits for the reset through the empty pool; a secondary limit
-            // without a hint waits GitHub's documented minute.
+            // without a hint waits GitHub's documented minute, doubled by the script for
+            // each such limit in a row (offline: the minute).
             None if kind == LimitKind::Primary => {}
-            None => a.block_ms = ms(cfg.wait.secondary_block).max(1),
+            None => {
+                a.block_ms = ms(cfg.wait.secondary_block).max(1);
+                a.backoff = Backoff::Limit;
+                a.backoff_cap_ms = ms(cfg.wait.max_secondary_block).max(a.block_ms);
+            }
         }
     }
     a
@@ -65,7 +74,18 @@ mod tests {
         let o = Observation::from_headers(403, [("retry-after", "5")]);
         assert_eq!(args(&o, None, 3, &cfg()).block_ms, 5_000);
         let o = Observation::new(429).with_body("You have exceeded a secondary rate limit");
-        assert_eq!(args(&o, None, 3, &cfg()).block_ms, 60_000);
+        let a = args(&o, None, 3, &cfg());
+        // The script doubles it for each such limit in a row, up to 16 min.
+        assert_eq!(
+            (a.block_ms, a.backoff, a.backoff_cap_ms),
+            (60_000, Backoff::Limit, 960_000)
+        );
+        let hinted = Observation::from_headers(429, [("retry-after", "7")]);
+        assert_eq!(args(&hinted, None, 3, &cfg()).backoff, Backoff::None);
+        let good = Observation::new(200);
+        assert_eq!(args(&good, None, 3, &cfg()).backoff, Backoff::Good);
+        let failed = Observation::new(500);
+        assert_eq!(args(&failed, None, 3, &cfg()).backoff, Backoff::None);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 -- the node still holds, for a rebuild), 15 channel, 16.. per op (acq: cost, priority index,
 -- yield ms; rel: cost, window, from reserve, ledger, granted ms, slot; obs: ledger, limit,
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
--- flight, cost, slot);
+-- flight, cost, slot, backoff (0 none, 1 a secondary limit without retry-after: block ms is
+-- the first block of a run, 2 a good response), backoff cap ms);
 -- second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call
 -- bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express allowance
 -- (the most its lane may have spent without reporting).
@@ -30,7 +31,7 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 5
+local PROTO = 6
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -67,7 +68,7 @@ if not s.limit then
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
-    fl4 = 0, slot_ms = math.max(1, a_slot), born = now}
+    fl4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -335,7 +336,11 @@ if op == 'acq' then
     status, reason = 2, 4
   elseif now < s.block_until then
     status, reason, wait = 2, 1, s.block_until - now
-  elseif ahead > now then
+  elseif ahead > now and ((s.pool >= cost and not recovering)
+      or lease.reserved >= cost + keep) then
+    -- Yielding only quota it could be paid: refused for want of quota, it is told the real
+    -- reason and when the window resets (its waiter then comes back in its priority's G6
+    -- window past the reset, not at the first ask after it with every other waiter).
     status, reason, wait = 2, 5, ahead - now
   else
     if s.pool >= cost and not recovering then
@@ -394,8 +399,22 @@ elseif op == 'obs' then
   local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
   local g_at, g_flight, g_cost = tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27])
   local g_slot = tonumber(ARGV[28])
+  local backoff, backoff_cap = tonumber(ARGV[29]), tonumber(ARGV[30])
   -- The response came back: the call has been counted upstream, if it ever will be.
   land(g_cost, g_at, g_slot)
+  -- G6 backoff (section 6: "wait at least one minute, then back off exponentially"):
+  -- secondary limits in a row without retry-after, seen by any node, double the block up
+  -- to the cap. Limits answered inside a block (calls in flight when it began) are the same
+  -- limit, and good responses inside it say nothing new: only one outside a block starts
+  -- the run over. A stale holder's limit still counts, as its block does.
+  local blocked = now < s.block_until
+  if backoff == 1 then
+    if not blocked then s.strikes = s.strikes + 1 end
+    local doublings = math.min(32, math.max(0, s.strikes - 1))
+    block_ms = math.min(backoff_cap, block_ms * 2 ^ doublings)
+  elseif backoff == 2 and not blocked then
+    s.strikes = 0
+  end
   if reset_after > 0 then h_reset = now + reset_after end
   -- Header values past any sane range are ignored, not stored: `%d` would wrap a limit
   -- above 2^63, and a reset read in the wrong unit would keep the window from ever rolling.
@@ -428,6 +447,10 @@ elseif op == 'obs' then
     -- Nothing left upstream until the reset: a reservation or an express lane would spend
     -- into rejections (and risk a ban), so the resource blocks until then, on every node.
     if exhausted == 1 or h_rem == 0 then
+      -- With no reset known (no header, no grant yet in this window), the window upstream
+      -- began no later than now: it resets a window from now at the latest. Without this,
+      -- nothing would ever roll the window, and the empty pool would stay empty for good.
+      if s.reset_at == 0 then s.reset_at = now + s.window end
       local until_ = (h_reset > now) and h_reset or s.reset_at
       if until_ > now then block_to(until_) end
     end

@@ -86,19 +86,53 @@ impl SharedQuota {
         }
         let clock = &self.inner.clock;
         let start = clock.now();
+        // The earliest a spent window can have reset, on this host's clock, while this
+        // waiter has not yet slept its priority's G6 window past it.
+        let mut reset: Option<Duration> = None;
         loop {
+            if let Some(r) = reset.take() {
+                let now = clock.now();
+                if now >= r {
+                    // Back after the reset (woken by the new window, which every waiter
+                    // hears at once, or a poll that ended just past it): come back in the
+                    // priority's window past it, as a waiter told of the reset does.
+                    let back = r + crate::wait::window_draw(priority, &self.inner.cfg.wait);
+                    let left = max_wait.map_or(Duration::MAX, |m| {
+                        m.saturating_sub(now.saturating_sub(start))
+                    });
+                    self.inner
+                        .sleeper
+                        .sleep(back.saturating_sub(now).min(left))
+                        .await;
+                } else {
+                    reset = Some(r);
+                }
+            }
             // Registered before asking, so a wake-up between the reply and the wait counts.
             let woken = self.state.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
+            let asked = clock.now();
             let wait = match self.try_acquire(cost, priority).await? {
                 QuotaDecision::Go(g) => return Ok(g),
                 QuotaDecision::Wait(w) => w,
             };
-            let plan = crate::wait::plan(&wait, priority, &self.inner.cfg.wait);
+            let round_trip = clock.now().saturating_sub(asked);
+            let plan = crate::wait::plan(&wait, priority, &self.inner.cfg.wait, round_trip);
+            match wait.reason {
+                // The server answered no earlier than the ask was sent.
+                QuotaWaitReason::Exhausted if plan.wakeable => reset = Some(asked + wait.delay),
+                // A plan that sleeps past the reset (or a block) includes the draw.
+                QuotaWaitReason::Exhausted | QuotaWaitReason::Blocked => reset = None,
+                QuotaWaitReason::Recovering | QuotaWaitReason::Yielding => {}
+            }
             let elapsed = clock.now().saturating_sub(start);
             let sleep = match max_wait {
-                Some(max) if elapsed + wait.delay > max && !plan.wakeable => {
+                // Only a block is sure to outlast the wait (quota may be returned before a
+                // reset).
+                Some(max)
+                    if elapsed + wait.delay > max && wait.reason == QuotaWaitReason::Blocked =>
+                {
                     return Err(self.too_long(wait.delay));
                 }
                 Some(max) if elapsed >= max => return Err(self.too_long(wait.delay)),
@@ -142,7 +176,9 @@ impl SharedQuota {
 
     /// Reports the response to a call (made under `grant`, if any): its quota headers update
     /// the shared pool, a rate limit blocks the resource for every process (G6: `retry-after`,
-    /// else 60 s for a secondary limit; a primary limit empties the pool until reset).
+    /// else 60 s for a secondary limit, doubled for each one in a row seen by any process up
+    /// to [`WaitPolicy::max_secondary_block`](crate::WaitPolicy::max_secondary_block), a good
+    /// response starting over; a primary limit empties the pool until reset).
     /// A stale grant's reading is ignored ([`Settled::Fenced`]); its block still counts.
     pub async fn observe(
         &self,

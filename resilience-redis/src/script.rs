@@ -75,6 +75,24 @@ pub(crate) struct ObserveArgs {
     pub in_flight: u64,
     /// The in-flight slot it was counted in.
     pub slot: u64,
+    /// G6 backoff: what the response says about secondary limits in a row.
+    pub backoff: Backoff,
+    /// The most a doubled `block_ms` may reach ([`Backoff::Limit`]), ms.
+    pub backoff_cap_ms: u64,
+}
+
+/// What a response tells the G6 backoff of secondary limits in a row (§6: "wait at least
+/// one minute, then back off exponentially").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Backoff {
+    /// Neither a hintless secondary limit nor a good response (a `retry-after`, a 5xx, ...).
+    #[default]
+    None,
+    /// A secondary limit without `retry-after`: `block_ms` is the first block of a run,
+    /// doubled for each limit in a row before it.
+    Limit,
+    /// A good response (below 400, not limited): a later limit starts the run over.
+    Good,
 }
 
 /// What the caller knows, sent with every call (used only if Redis lost the state).
@@ -283,7 +301,13 @@ pub(crate) async fn call(
                 .arg(o.granted_ms)
                 .arg(o.in_flight)
                 .arg(o.cost)
-                .arg(o.slot);
+                .arg(o.slot)
+                .arg(match o.backoff {
+                    Backoff::None => 0_u8,
+                    Backoff::Limit => 1,
+                    Backoff::Good => 2,
+                })
+                .arg(o.backoff_cap_ms);
         }
         Op::Block { ms } => {
             inv.arg(ms);
