@@ -62,8 +62,9 @@ impl Decision {
 /// Permission to make one call. Not `Clone`: each grant is observed or released once. A
 /// grant dropped without either stays in flight (its cost held back from the quota
 /// estimate, its slot under a concurrency cap taken) until
-/// [`Leases::call_bound`](super::Leases::call_bound) passes (30 s by default), or its
-/// agent's lease expires; then it counts as a call made without a reading. A
+/// [`Leases::call_bound`](super::Leases::call_bound) has passed (30 s by default; the
+/// in-process store settles it within twice that), or its agent's lease expires; then it
+/// counts as a call made without a reading. A
 /// [`Permit`](super::Permit) releases it on drop.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "observe the response or release the grant"]
@@ -88,8 +89,8 @@ pub(crate) struct Footprint {
     /// The agent's lease episode when granted: a grant from before its lease expired was
     /// already settled by the sweep.
     pub lease: u32,
-    /// Its number among the resource's grants in flight (settled at most once).
-    pub flight: u64,
+    /// The epoch it was counted in among its agent's grants in flight (G5).
+    pub epoch: u64,
 }
 
 impl Grant {
@@ -122,14 +123,14 @@ impl Grant {
         mut self,
         req: &super::request::Request<'_>,
         lease: u32,
-        flight: u64,
+        epoch: u64,
     ) -> Self {
         self.footprint = Some(Footprint {
             kind: req.kind(),
             points: req.points(),
             endpoint: req.endpoint().is_some(),
             lease,
-            flight,
+            epoch,
         });
         self
     }

@@ -270,9 +270,9 @@ pub struct Leases {
     /// A grant neither observed nor released within this long (dropped, or held by a task
     /// that hangs) is settled as a call made without a reading: its cost counts as spent and
     /// its concurrency slot comes back. Default 30 s (GitHub ends a REST request after 10 s).
-    /// An answer that comes later still gives its reading. (Checked at most once a second, on
-    /// the next decision; the in-process store also settles early the oldest of more than
-    /// 4096 grants in flight.)
+    /// An answer that comes later still gives its reading. (The in-process store counts
+    /// grants by age in slices of the clock, so it settles one between one and two bounds
+    /// after it was made, on a decision at most once a second.)
     pub call_bound: Duration,
 }
 

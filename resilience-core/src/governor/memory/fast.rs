@@ -87,8 +87,15 @@ impl ResourceState {
         let remaining = self.quota.remaining;
         let free = self.pool.free(remaining);
         let (u, total_hold) = self.pool.get_mut_with_total(agent)?;
-        // Idle, dead or starving agents take the full path (revival, promotion).
-        if !u.alive || u.idle || u.wanting_since.is_some() || cost > remaining {
+        let epoch = self.timing.ages.epoch(now);
+        // Idle, dead or starving agents take the full path (revival, promotion), and so does
+        // one whose flights must first make room (G5).
+        if !u.alive
+            || u.idle
+            || u.wanting_since.is_some()
+            || cost > remaining
+            || !u.flights.can_open(epoch)
+        {
             return None;
         }
         let hold = u.hold();
@@ -124,8 +131,7 @@ impl ResourceState {
         let ledger = self.quota.charge(cost, now);
         self.inflight = self.inflight.saturating_add(1);
         let lease = u.lease;
-        let warned = u.charge_fast(total_hold, cost, now, seen);
-        let flight = self.open_flight(now, agent, req.cost(), lease);
+        let warned = u.charge_fast(total_hold, cost, epoch, now, seen);
         if !self.quota.is_green() || self.quota.reset_at.is_some_and(|r| r < self.due) {
             // Crossed into amber, or the window was just anchored: refresh the caches.
             self.after_grant(now);
@@ -133,7 +139,7 @@ impl ResourceState {
         Some(
             Grant::new(self.id, agent, priority, req.cost(), ledger, now_d)
                 .with_upstream_limited(warned)
-                .with_footprint(req, lease, flight),
+                .with_footprint(req, lease, epoch),
         )
     }
 }

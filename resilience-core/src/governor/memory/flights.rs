@@ -1,105 +1,135 @@
-//! Grants in flight, oldest first, so that a grant never settled (dropped without observe or
-//! release, or held by a task that hangs) is settled after
-//! [`Leases::call_bound`](crate::governor::Leases::call_bound) instead of holding its cost
-//! out of the quota estimate and its concurrency slot for good. Without this, an agent that
-//! stays active keeps its lease, so its dropped grants were never settled: with a
-//! concurrency cap, as many dropped grants as the cap stopped every agent for good.
+//! An agent's grants in flight by age, so that a grant never settled (dropped without
+//! observe or release, or held by a task that hangs) is settled once
+//! [`Leases::call_bound`](crate::governor::Leases::call_bound) has passed, instead of holding
+//! its cost out of the quota estimate and its concurrency slot for good. (Only the expiry of
+//! its agent's lease settled it before, and an active agent's lease never expires: with a
+//! concurrency cap, as many dropped grants as the cap stopped every agent.)
 //!
-//! Grants are numbered in the order they are made, so a grant's entry is found by
-//! subtraction; settled entries at the front are dropped, and in the usual case (grants
-//! settled within moments, roughly in order) the list holds a handful.
+//! Grants are counted per *epoch*, a power-of-two slice of the clock (`now >> shift`, no
+//! division on the fast path), in a ring of [`SLOTS`] per agent: a grant adds to its epoch's
+//! slot and carries the epoch, its settlement takes it back out, and the sweep settles the
+//! slots whose epoch is old enough. A fixed few bytes per agent, however many grants are
+//! dropped.
 
-use super::super::decision::AgentId;
 use super::time::Nanos;
-use std::collections::VecDeque;
 
-/// Most grants remembered at once. Past this, the oldest still open is settled early, as
-/// if its bound had passed: memory stays bounded however many grants are dropped.
-pub(super) const MAX_TRACKED: usize = 4096;
+/// Epochs remembered per agent. Enough for every epoch not yet due (at most
+/// [`Ages::due_after`] + 1 of them) plus the current one.
+const SLOTS: usize = 8;
 
-/// One grant in flight.
+/// The epoch arithmetic of one call bound.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Flight {
-    /// When it was granted.
-    pub at: Nanos,
-    pub agent: AgentId,
-    pub cost: u32,
-    /// The agent's lease episode when granted.
-    pub lease: u32,
-    open: bool,
+pub(crate) struct Ages {
+    /// An epoch is `now >> shift` nanoseconds: the largest power of two at most half the
+    /// bound (at least 1 ns).
+    shift: u32,
+    /// A slot of epoch `e` is due once the current epoch is past `e + due_after`:
+    /// `ceil(bound / width)`, 2 to 4. Its grants are then between one and two bounds old.
+    due_after: u64,
 }
 
-#[derive(Debug, Default)]
-pub(super) struct Flights {
-    /// The number of `list[0]`.
-    front: u64,
-    list: VecDeque<Flight>,
+impl Ages {
+    pub fn new(call_bound: Nanos) -> Self {
+        let half = (call_bound / 2).max(1);
+        let shift = 63 - half.leading_zeros();
+        let width = 1u64 << shift;
+        Self {
+            shift,
+            due_after: call_bound.div_ceil(width),
+        }
+    }
+
+    #[inline(always)]
+    pub fn epoch(&self, now: Nanos) -> u64 {
+        now >> self.shift
+    }
+
+    /// When epoch `epoch` ends.
+    pub fn end_of(&self, epoch: u64) -> Nanos {
+        epoch.saturating_add(1).saturating_mul(1u64 << self.shift)
+    }
+
+    /// Whether grants of `epoch` are due at epoch `current`.
+    #[inline]
+    fn due(&self, epoch: u64, current: u64) -> bool {
+        current > epoch.saturating_add(self.due_after)
+    }
+}
+
+/// Grants of one epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub epoch: u64,
+    pub count: u32,
+    pub cost: u64,
+}
+
+/// One agent's grants in flight on one resource, by epoch.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Flights {
+    slots: [Slot; SLOTS],
 }
 
 impl Flights {
-    /// Records a grant; returns its number.
-    #[inline]
-    pub fn open(&mut self, at: Nanos, agent: AgentId, cost: u32, lease: u32) -> u64 {
-        let number = self.front + self.list.len() as u64;
-        self.list.push_back(Flight {
-            at,
-            agent,
-            cost,
-            lease,
-            open: true,
-        });
-        number
+    #[inline(always)]
+    fn slot(&mut self, epoch: u64) -> &mut Slot {
+        &mut self.slots[(epoch % SLOTS as u64) as usize]
     }
 
-    /// Settles grant `number`; `false` if it was settled already (by its bound, or by the
-    /// sweep of its agent's expired lease).
+    /// Whether a grant of `epoch` can be counted now (its slot is free or already its
+    /// epoch's); if not, an older epoch's slot is in the way: [`take_slot`](Self::take_slot).
+    #[inline(always)]
+    pub fn can_open(&self, epoch: u64) -> bool {
+        let s = &self.slots[(epoch % SLOTS as u64) as usize];
+        s.count == 0 || s.epoch == epoch
+    }
+
+    /// Counts a grant of `epoch` (after [`can_open`](Self::can_open)).
+    #[inline(always)]
+    pub fn open(&mut self, epoch: u64, cost: u64) {
+        let s = self.slot(epoch);
+        if s.count == 0 {
+            *s = Slot {
+                epoch,
+                count: 0,
+                cost: 0,
+            };
+        }
+        s.count = s.count.saturating_add(1);
+        s.cost = s.cost.saturating_add(cost);
+    }
+
+    /// Settles a grant of `epoch`; `false` if that epoch was settled already (by the sweep,
+    /// past the bound).
     #[inline]
-    pub fn close(&mut self, number: u64) -> bool {
-        let Some(i) = number.checked_sub(self.front) else {
+    pub fn close(&mut self, epoch: u64, cost: u64) -> bool {
+        let s = self.slot(epoch);
+        if s.count == 0 || s.epoch != epoch {
             return false;
-        };
-        let Some(flight) = self.list.get_mut(i as usize) else {
-            return false;
-        };
-        let was_open = std::mem::replace(&mut flight.open, false);
-        self.trim();
-        was_open
-    }
-
-    /// Settles and returns the oldest grant due: open since before `before`, or the oldest
-    /// open one while more than [`MAX_TRACKED`] are remembered.
-    pub fn pop_due(&mut self, before: Nanos) -> Option<Flight> {
-        self.trim();
-        let oldest = *self.list.front()?;
-        if oldest.at >= before && self.list.len() <= MAX_TRACKED {
-            return None;
         }
-        self.list.pop_front();
-        self.front += 1;
-        self.trim();
-        Some(oldest)
+        s.count -= 1;
+        s.cost = s.cost.saturating_sub(cost);
+        true
     }
 
-    /// Settles every grant of `agent` (its lease expired; the sweep counted them).
-    pub fn close_agent(&mut self, agent: AgentId) {
-        for flight in self.list.iter_mut().filter(|f| f.agent == agent) {
-            flight.open = false;
+    /// Empties the slot in the way of `epoch` and returns what it held.
+    pub fn take_slot(&mut self, epoch: u64) -> Slot {
+        std::mem::take(self.slot(epoch))
+    }
+
+    /// Empties every slot due at `now` and hands each to `settle`.
+    pub fn take_due(&mut self, ages: &Ages, now: Nanos, mut settle: impl FnMut(Slot)) {
+        let current = ages.epoch(now);
+        for s in &mut self.slots {
+            if s.count > 0 && ages.due(s.epoch, current) {
+                settle(std::mem::take(s));
+            }
         }
-        self.trim();
     }
 
-    /// How many grants are remembered (open ones and settled ones behind an open one).
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.list.len()
-    }
-
-    #[inline]
-    fn trim(&mut self) {
-        while self.list.front().is_some_and(|f| !f.open) {
-            self.list.pop_front();
-            self.front += 1;
-        }
+    /// Forgets every grant (its agent's lease expired: the sweep settled them).
+    pub fn clear(&mut self) {
+        self.slots = [Slot::default(); SLOTS];
     }
 }
 
@@ -107,62 +137,68 @@ impl Flights {
 mod tests {
     use super::*;
 
-    fn agent(n: u32) -> AgentId {
-        AgentId(n)
-    }
+    const S: Nanos = 1_000_000_000;
 
     #[test]
-    fn g5_settled_grants_leave_the_list_and_an_open_one_holds_the_ones_behind_it() {
-        let mut f = Flights::default();
-        let a = f.open(1, agent(0), 1, 0);
-        let b = f.open(2, agent(0), 1, 0);
-        let c = f.open(3, agent(1), 1, 0);
-        assert!(f.close(b));
-        assert!(!f.close(b), "settled once");
-        assert_eq!(f.len(), 3, "b waits behind the open a");
-        assert!(f.close(a));
-        assert_eq!(f.len(), 1, "a and b gone; c open");
-        assert!(f.close(c));
-        assert_eq!(f.len(), 0);
-        assert!(!f.close(a), "numbers before the front are settled");
-        assert!(!f.close(99), "numbers never given are not open");
-    }
-
-    #[test]
-    fn g5_only_grants_open_past_the_bound_are_due_oldest_first() {
-        let mut f = Flights::default();
-        let a = f.open(10, agent(0), 2, 0);
-        let b = f.open(20, agent(1), 3, 0);
-        let _c = f.open(30, agent(0), 1, 0);
-        assert!(f.close(b));
-        assert!(f.pop_due(10).is_none(), "a is not older than 10");
-        let due = f.pop_due(31).expect("a is due");
-        assert_eq!((due.at, due.cost), (10, 2));
-        let due = f.pop_due(31).expect("c is due, b was settled");
-        assert_eq!((due.at, due.cost), (30, 1));
-        assert!(f.pop_due(u64::MAX).is_none());
-        assert!(!f.close(a), "a was settled as due");
-    }
-
-    #[test]
-    fn g5_past_the_cap_the_oldest_open_grant_is_due_at_once() {
-        let mut f = Flights::default();
-        for i in 0..=MAX_TRACKED as u64 {
-            f.open(100 + i, agent(0), 1, 0);
+    fn g5_epochs_make_a_grant_due_between_one_and_two_bounds_after_it() {
+        for bound in [4, 7, 1_000, 30 * S, 3_600 * S, 86_400 * S] {
+            let ages = Ages::new(bound);
+            assert!((2..=4).contains(&ages.due_after), "{bound}: {ages:?}");
+            assert!(ages.due_after as usize + 2 <= SLOTS);
+            for at in [0, 1, bound / 3, 5 * bound + 3] {
+                let e = ages.epoch(at);
+                // Not due before the bound has passed…
+                assert!(!ages.due(e, ages.epoch(at + bound - 1)), "{bound} {at}");
+                // …due by twice the bound.
+                assert!(ages.due(e, ages.epoch(at + 2 * bound)), "{bound} {at}");
+            }
         }
-        let due = f.pop_due(0).expect("over the cap");
-        assert_eq!(due.at, 100);
-        assert!(f.pop_due(0).is_none(), "back at the cap");
     }
 
     #[test]
-    fn g5_an_expired_lease_settles_its_agents_grants() {
+    fn g5_grants_are_counted_by_epoch_and_settled_once() {
         let mut f = Flights::default();
-        let a = f.open(1, agent(0), 1, 0);
-        let b = f.open(2, agent(1), 1, 0);
-        f.close_agent(agent(0));
-        assert!(!f.close(a));
-        assert_eq!(f.len(), 1);
-        assert!(f.close(b));
+        f.open(3, 2);
+        f.open(3, 1);
+        f.open(4, 5);
+        assert!(f.close(3, 2));
+        assert!(f.close(3, 1));
+        assert!(!f.close(3, 1), "epoch 3 has nothing left");
+        assert!(!f.close(12, 5), "epoch 12 shares 4's slot but is not 4");
+        assert!(f.close(4, 5));
+    }
+
+    #[test]
+    fn g5_due_slots_are_taken_whole() {
+        let ages = Ages::new(4 * S); // width 2^31 ns, due after 2 epochs
+        let mut f = Flights::default();
+        let e0 = ages.epoch(0);
+        f.open(e0, 1);
+        f.open(e0, 2);
+        let e1 = ages.epoch(5 * S);
+        f.open(e1, 7);
+        let mut taken = Vec::new();
+        f.take_due(&ages, 8 * S, |s| taken.push(s));
+        assert_eq!(
+            taken,
+            vec![Slot {
+                epoch: e0,
+                count: 2,
+                cost: 3
+            }]
+        );
+        assert!(!f.close(e0, 1), "settled by the sweep");
+        assert!(f.close(e1, 7));
+    }
+
+    #[test]
+    fn g5_an_old_epoch_in_the_way_is_taken_before_a_new_one_opens() {
+        let mut f = Flights::default();
+        f.open(1, 1);
+        assert!(!f.can_open(1 + SLOTS as u64));
+        assert_eq!(f.take_slot(1 + SLOTS as u64).count, 1);
+        assert!(f.can_open(1 + SLOTS as u64));
+        f.clear();
+        assert!(!f.close(1, 1));
     }
 }

@@ -168,7 +168,7 @@ impl GovernorStore for InProcessStore {
             ticket_grace: ns(leases.ticket_grace),
             idle_after: ns(config.token_pool.idle_after),
             promote_after: ns(config.token_pool.promote_after),
-            call_bound: ns(leases.call_bound),
+            ages: flights::Ages::new(ns(leases.call_bound)),
         };
         let seed = self.timing_seed.wrapping_add(index as u64);
         let name: Arc<str> = name.into();

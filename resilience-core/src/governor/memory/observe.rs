@@ -17,12 +17,6 @@ impl ResourceState {
     /// sweep may already have settled the calls of a presumed-dead agent).
     #[inline]
     fn settle(&mut self, grant: &Grant) -> bool {
-        // Settled once: not again if its call bound passed (G5) or its lease was swept.
-        if let Some(f) = grant.footprint() {
-            if !self.flights.close(f.flight) {
-                return false;
-            }
-        }
         let Some(u) = self.pool.get_mut(grant.agent()) else {
             return false;
         };
@@ -31,8 +25,15 @@ impl ResourceState {
         if u.inflight == 0 || stale {
             return false;
         }
+        let cost = u64::from(grant.cost());
+        // One past its call bound was settled by the sweep (G5).
+        if let Some(f) = grant.footprint() {
+            if !u.flights.close(f.epoch, cost) {
+                return false;
+            }
+        }
         u.inflight -= 1;
-        u.inflight_cost = u.inflight_cost.saturating_sub(u64::from(grant.cost()));
+        u.inflight_cost = u.inflight_cost.saturating_sub(cost);
         self.inflight = self.inflight.saturating_sub(1);
         true
     }

@@ -9,6 +9,7 @@
 use super::super::config::TokenPool;
 use super::super::decision::{AgentId, RefusalReason};
 use super::super::priority::Priority;
+use super::flights::Flights;
 use super::time::{share_ceil, Nanos};
 
 /// One agent's standing on one resource.
@@ -33,6 +34,8 @@ pub(crate) struct Usage {
     pub inflight_cost: u64,
     /// Lease episodes ended by the sweep; grants carry the episode they were made in.
     pub lease: u32,
+    /// The calls in `inflight` by age, to settle those never settled (G5).
+    pub flights: Flights,
     /// Since when its requests have been waiting or refused without a grant (G2 starvation).
     pub wanting_since: Option<Nanos>,
     /// G4: warned by this upstream agent until this time.
@@ -48,6 +51,7 @@ impl Usage {
         &mut self,
         total_hold: &mut u64,
         cost: u64,
+        epoch: u64,
         now: Nanos,
         seen: Nanos,
     ) -> Option<AgentId> {
@@ -55,6 +59,7 @@ impl Usage {
         self.used = self.used.saturating_add(cost);
         self.inflight = self.inflight.saturating_add(1);
         self.inflight_cost = self.inflight_cost.saturating_add(cost);
+        self.flights.open(epoch, cost);
         self.last_seen = self.last_seen.max(seen);
         self.last_active = self.last_active.max(seen);
         *total_hold = total_hold
@@ -121,6 +126,7 @@ impl Pool {
                 inflight: 0,
                 inflight_cost: 0,
                 lease: 0,
+                flights: Flights::default(),
                 wanting_since: None,
                 warned: None,
             });
@@ -174,11 +180,12 @@ impl Pool {
 
     /// Charges `cost` to `agent`.
     #[inline]
-    pub fn charge(&mut self, agent: AgentId, cost: u64) {
+    pub fn charge(&mut self, agent: AgentId, cost: u64, epoch: u64) {
         self.update(agent, |u| {
             u.used = u.used.saturating_add(cost);
             u.inflight = u.inflight.saturating_add(1);
             u.inflight_cost = u.inflight_cost.saturating_add(cost);
+            u.flights.open(epoch, cost);
             u.wanting_since = None;
         });
     }

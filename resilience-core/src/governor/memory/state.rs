@@ -13,7 +13,7 @@ use super::super::store::Zone;
 use super::block::Block;
 use super::breaker::Breaker;
 use super::cascade::Cascade;
-use super::flights::{Flights, MAX_TRACKED};
+use super::flights::{Ages, Slot};
 use super::pool::Pool;
 use super::queue::{Queue, Waiter};
 use super::quota::Quota;
@@ -32,8 +32,8 @@ pub(crate) struct Timing {
     pub ticket_grace: Nanos,
     pub idle_after: Nanos,
     pub promote_after: Nanos,
-    /// [`Leases::call_bound`](crate::governor::Leases::call_bound).
-    pub call_bound: Nanos,
+    /// [`Leases::call_bound`](crate::governor::Leases::call_bound) in epochs.
+    pub ages: Ages,
 }
 
 #[derive(Debug)]
@@ -50,8 +50,6 @@ pub(crate) struct ResourceState {
     pub rules: Rules,
     pub queue: Queue,
     pub inflight: u32,
-    /// The grants counted in `inflight`, to settle those never settled (G5).
-    pub(super) flights: Flights,
     /// When the current quota window began (it rolled, or a reading named a new reset).
     pub(super) window_started: Nanos,
     /// Limits in a row that gave no retry-after and no reset to wait for (G6 backoff).
@@ -88,7 +86,6 @@ impl ResourceState {
             rules,
             queue: Queue::default(),
             inflight: 0,
-            flights: Flights::default(),
             window_started: 0,
             unexplained_limits: 0,
             next_sweep: 0,
@@ -134,9 +131,9 @@ impl ResourceState {
                     self.quota.spent_unread(u.inflight_cost);
                     u.inflight = 0;
                     u.inflight_cost = 0;
+                    u.flights.clear();
                     u.lease = u.lease.wrapping_add(1);
                 }
-                self.flights.close_agent(agent);
                 self.queue.remove_agent(agent);
                 tracing::info!(
                     resource = %self.name,
@@ -446,7 +443,15 @@ impl ResourceState {
         if !anchored {
             self.refresh(now);
         }
-        self.pool.charge(agent, u64::from(req.cost()));
+        let epoch = self.timing.ages.epoch(now);
+        if self
+            .pool
+            .get(agent)
+            .is_some_and(|u| !u.flights.can_open(epoch))
+        {
+            self.make_room(agent, epoch, now);
+        }
+        self.pool.charge(agent, u64::from(req.cost()), epoch);
         self.inflight = self.inflight.saturating_add(1);
         self.note_zone();
         let usage = self.pool.get(agent);
@@ -455,55 +460,74 @@ impl ResourceState {
             .and_then(|u| u.warned)
             .filter(|&(_, until)| until > now)
             .map(|(by, _)| by);
-        let flight = self.open_flight(now, agent, req.cost(), lease);
         Grant::new(self.id, agent, priority, req.cost(), ledger, dur(now))
             .with_upstream_limited(warned)
-            .with_footprint(req, lease, flight)
+            .with_footprint(req, lease, epoch)
     }
 }
 
 impl ResourceState {
-    /// Records a grant in flight; past [`MAX_TRACKED`] remembered, settles the oldest.
-    #[inline]
-    pub(super) fn open_flight(&mut self, now: Nanos, agent: AgentId, cost: u32, lease: u32) -> u64 {
-        let flight = self.flights.open(now, agent, cost, lease);
-        if self.flights.len() > MAX_TRACKED {
-            self.settle_due(now);
-        }
-        flight
-    }
-
-    /// G5: settles the grants in flight for longer than the call bound (or beyond the most
-    /// remembered) as calls made without a reading: cost spent, slot freed.
+    /// G5: settles the grants in flight past the call bound (between one and two bounds old)
+    /// as calls made without a reading: cost spent, slot freed. One granted in a window that
+    /// has ended since was counted there, not in this one.
     #[cold]
     pub(super) fn settle_due(&mut self, now: Nanos) {
-        let before = now.saturating_sub(self.timing.call_bound);
-        let mut settled = 0u32;
-        while let Some(f) = self.flights.pop_due(before) {
-            let Some(u) = self.pool.get_mut(f.agent) else {
-                continue;
-            };
-            if u.lease != f.lease || u.inflight == 0 {
-                continue; // settled by the sweep of an expired lease
-            }
-            u.inflight -= 1;
-            u.inflight_cost = u.inflight_cost.saturating_sub(u64::from(f.cost));
-            self.inflight = self.inflight.saturating_sub(1);
-            if f.at < self.window_started {
-                // Granted in a window that has ended: counted there, not in this one.
-                self.quota.refund(u64::from(f.cost));
-            } else {
-                self.quota.spent_unread(u64::from(f.cost));
-            }
-            settled += 1;
+        let ages = self.timing.ages;
+        let (mut calls, mut spent, mut elsewhere) = (0u32, 0u64, 0u64);
+        let window_started = self.window_started;
+        for (_, u) in self.pool.iter_mut() {
+            let mut due = Slot::default();
+            u.flights.take_due(&ages, now, |slot| {
+                due.count += slot.count;
+                due.cost += slot.cost;
+                if ages.end_of(slot.epoch) <= window_started {
+                    elsewhere += slot.cost;
+                } else {
+                    spent += slot.cost;
+                }
+            });
+            calls += unsettled(u, due).0;
         }
-        if settled > 0 {
-            tracing::warn!(
-                resource = %self.name,
-                calls = settled,
-                "governor: grants neither observed nor released within the call bound, counted as spent (observe or release every grant; a Permit releases on drop)"
-            );
-            self.refresh(now);
-        }
+        self.forget_flights(now, calls, spent, elsewhere);
     }
+
+    /// Makes room for a grant of `epoch` in `agent`'s flights: an epoch in its slot is
+    /// settled first (the sweep makes this rare: it settles epochs well before their slot
+    /// comes round again).
+    #[cold]
+    pub(super) fn make_room(&mut self, agent: AgentId, epoch: u64, now: Nanos) {
+        let Some(u) = self.pool.get_mut(agent) else {
+            return;
+        };
+        let slot = u.flights.take_slot(epoch);
+        let (calls, cost) = unsettled(u, slot);
+        self.forget_flights(now, calls, cost, 0);
+    }
+
+    fn forget_flights(&mut self, now: Nanos, calls: u32, spent: u64, elsewhere: u64) {
+        if calls == 0 {
+            return;
+        }
+        self.inflight = self.inflight.saturating_sub(calls);
+        if spent > 0 {
+            self.quota.spent_unread(spent);
+        }
+        if elsewhere > 0 {
+            self.quota.refund(elsewhere);
+        }
+        tracing::warn!(
+            resource = %self.name,
+            calls,
+            "governor: grants neither observed nor released within the call bound, counted as spent (observe or release every grant; a Permit releases on drop)"
+        );
+        self.refresh(now);
+    }
+}
+
+/// Takes `slot`'s calls out of `u`'s calls in flight; returns how many and their cost.
+fn unsettled(u: &mut super::pool::Usage, slot: Slot) -> (u32, u64) {
+    let n = slot.count.min(u.inflight);
+    u.inflight -= n;
+    u.inflight_cost = u.inflight_cost.saturating_sub(slot.cost);
+    (n, slot.cost)
 }
