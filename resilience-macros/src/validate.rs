@@ -385,7 +385,7 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
             // pointers (`Box<Self>`, `Rc<Self>`, `Arc<Self>`, `Pin<…>`). Even a cloneable
             // `Rc<Self>` is refused: `self` cannot be rebound, so an attempt cannot be given a
             // fresh one as other by-value arguments are (M4).
-            if !matches!(&*r.ty, Type::Reference(_)) {
+            if crate::borrow::reference(&r.ty).is_none() {
                 ctxt.error(
                     r.self_token.span,
                     "a retried fn cannot take `self` by value: the first attempt would consume it. Take `&self` or `&mut self`, or drop `idempotent` so the operation runs once",
