@@ -444,7 +444,13 @@ fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> 
 
 /// `X` in `impl Future<Output = X> [+ …]`.
 fn future_output(ty: &Type) -> Option<&Type> {
-    let Type::ImplTrait(it) = ty else { return None };
+    let it = match ty {
+        Type::ImplTrait(it) => it,
+        // A `macro_rules!` fragment (`-> $ret` with `$ret:ty`), or parentheses.
+        Type::Group(g) => return future_output(&g.elem),
+        Type::Paren(p) => return future_output(&p.elem),
+        _ => return None,
+    };
     it.bounds.iter().find_map(|b| {
         let TypeParamBound::Trait(t) = b else {
             return None;
