@@ -92,16 +92,20 @@ pub(crate) fn shadows(bindings: &[Binding], p: &impl quote::ToTokens) -> TokenSt
             // The bound is checked on the explicit `_`: spanned on the argument, that is
             // where the error points.
             let infer = quote_spanned!(span=> _);
-            // The read of the original is the expansion's, not the user's (at the same
-            // place): lints on the user's code, e.g. clippy's `used_underscore_binding` on
-            // `_unused: String`, must not fire on it.
-            let mut original = ident.clone();
-            original.set_span(Span::call_site().located_at(span));
+            // The read of the original resolves where the argument was written: in a fn
+            // written by a `macro_rules!` macro, the argument's name may come from its caller
+            // (`$item`, `$arg:ident`), whose hygiene the attribute's call site does not share.
+            // So it is the user's code to lints: `used_underscore_binding` (on `_unused:
+            // String`) is allowed where it could fire.
+            let original = ident;
+            let underscore = ident.to_string().trim_start_matches("r#").starts_with('_');
+            let allow = underscore.then(|| quote!(#[allow(clippy::used_underscore_binding)]));
             // A type named as the argument, in a block of its own (so it shadows nothing the
             // body names): the error message prints it, and so names the argument (M4).
             let mut name = ident.clone();
             name.set_span(Span::call_site());
             quote! {
+                #allow
                 let #mutability #ident = {
                     enum #name {}
                     #p::fresh::<#infer, #name>(&#original)
