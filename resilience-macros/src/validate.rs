@@ -307,18 +307,47 @@ fn crate_path(k: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Path> {
     }
 }
 
+/// Seconds as a message shows them: `1e20`, not twenty digits.
+fn shown_secs(v: f64) -> String {
+    let a = v.abs();
+    if a.is_finite() && (a >= 1e15 || (a > 0.0 && a < 1e-4)) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn seconds(name: &str, s: &Spanned<Secs>, zero_ok: bool, ctxt: &Ctxt) -> Option<f64> {
     let v = s.value;
+    let shown = shown_secs(v);
     let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
     if !ok {
         let rule = if zero_ok { ">= 0" } else { "> 0" };
         ctxt.error(
             s.span,
-            format!("`{name}` must be a finite number of seconds {rule}, got {v}"),
+            format!("`{name}` must be a finite number of seconds {rule}, got {shown}"),
         );
         return None;
     }
-    Some(v)
+    // What the runtime will hold (R7): a value it cannot make a `Duration` of, or a timeout
+    // that rounds to a zero one, would make it drop the whole declared policy at run time.
+    match std::time::Duration::try_from_secs_f64(v) {
+        Err(_) => {
+            ctxt.error(
+                s.span,
+                format!("`{name}` must be a number of seconds a `Duration` can hold (below about 1.8e19), got {shown}"),
+            );
+            None
+        }
+        Ok(d) if d.is_zero() && !zero_ok => {
+            ctxt.error(
+                s.span,
+                format!("`{name}` must be at least 1e-9 seconds (one nanosecond), got {shown}"),
+            );
+            None
+        }
+        Ok(_) => Some(v),
+    }
 }
 
 fn attempts(n: &Spanned<u64>, ctxt: &Ctxt) -> Option<u32> {
