@@ -457,9 +457,11 @@ fn secs(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spann
 
 fn number(expr: &Expr) -> Option<f64> {
     match expr {
+        // As a float: a negative or huge integer is then reported as out of range, not as
+        // "not a number".
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        }) => i.base10_parse::<u64>().ok().map(|v| v as f64),
+        }) => i.base10_digits().parse::<f64>().ok(),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
         }) => f.base10_parse::<f64>().ok(),
@@ -478,8 +480,14 @@ fn count(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Span
                 key,
                 span: i.span(),
             }),
-            Err(e) => {
-                ctxt.error(i.span(), format!("`{name}`: {e}"));
+            Err(_) => {
+                let digits = i.base10_digits();
+                let rule = if digits.starts_with('-') {
+                    "must be a whole number >= 1"
+                } else {
+                    "must fit in a u32"
+                };
+                ctxt.error(i.span(), format!("`{name}` {rule}, got {digits}"));
                 None
             }
         },
