@@ -250,6 +250,10 @@ fn parse_key(
     if input.peek(Ident::peek_any) {
         let ident = input.call(Ident::parse_any)?;
         let given = ident.unraw().to_string();
+        // A raw identifier (`r#idempotent`) names the key itself.
+        if let Some(key) = KEYS.into_iter().find(|k| key_name(*k) == given) {
+            return Ok(Some((key, ident.span())));
+        }
         let suggestion = closest(&given, &sym::ALL);
         ctxt.error(ident.span(), unknown_key_message(&given, suggestion));
         // A misspelt `service` should not also be reported as missing.
@@ -337,6 +341,21 @@ fn assign(args: &mut RetryArgs, ctxt: &Ctxt, key: Key, key_span: Span, value: Op
         ),
     }
 }
+
+/// Every key, for lookups by name.
+const KEYS: [Key; 11] = [
+    Key::Service,
+    Key::Idempotent,
+    Key::NotIdempotent,
+    Key::Operation,
+    Key::TotalTimeout,
+    Key::MaxAttempts,
+    Key::Backoff,
+    Key::BaseDelay,
+    Key::MaxDelay,
+    Key::Jitter,
+    Key::Crate,
+];
 
 fn key_name(key: Key) -> &'static str {
     match key {
