@@ -295,7 +295,8 @@ fn operation(args: &RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> LitStr {
 }
 
 fn crate_path(k: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Path> {
-    match k.value.parse::<Path>() {
+    // A module path: generic arguments (`resilience<u8>`) would only break the expansion.
+    match k.value.parse_with(Path::parse_mod_style) {
         Ok(p) => Some(p),
         Err(_) => {
             ctxt.error(
