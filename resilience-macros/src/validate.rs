@@ -21,6 +21,9 @@ pub(crate) struct Plan {
     pub(crate) idempotent: bool,
     pub(crate) declared: Declared,
     pub(crate) shape: Shape,
+    /// An `ImplFuture` whose future is boxed: `Pin<Box<dyn Future<Output = …> + …>>`, as
+    /// `#[async_trait]` writes an `async fn`.
+    pub(crate) boxed: bool,
     /// What one attempt produces (`Result<T, E>`), with `impl Trait` erased to `_`.
     pub(crate) attempt_ty: Type,
     /// Where the error type `E` is written (for an alias like `app::Result<T>`, its
@@ -71,7 +74,7 @@ pub(crate) enum Shape {
     Sync,
     /// `async fn … -> Result<T, E>`.
     AsyncFn,
-    /// `fn … -> impl Future<Output = Result<T, E>>`.
+    /// `fn … -> impl Future<Output = Result<T, E>>`, or `Pin<Box<dyn Future<…>>>`.
     ImplFuture,
 }
 
@@ -141,7 +144,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         );
     }
     let output = classify_output(&item.sig, ctxt);
-    if let (true, Some((_, result, _))) = (idempotent, &output) {
+    if let (true, Some((_, _, result, _))) = (idempotent, &output) {
         if let Some(span) = crate::borrow::borrow_of_mut_input(&item.sig, result) {
             ctxt.error(
                 span,
@@ -153,7 +156,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
     if ctxt.has_errors() {
         return None;
     }
-    let (shape, attempt_ty, error_span) = output?;
+    let (shape, boxed, attempt_ty, error_span) = output?;
     Some(Plan {
         krate,
         service: service?,
@@ -161,6 +164,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         idempotent,
         declared,
         shape,
+        boxed,
         attempt_ty,
         error_span,
     })
@@ -433,7 +437,7 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
 
 /// R3: decides sync / async fn / `impl Future` from the signature, and checks the result is a
 /// `Result` (the framework reports its refusals through its error type).
-fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> {
+fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, bool, Type, Span)> {
     const NEED: &str = "expected a `Result<T, E>` return type (or `impl Future<Output = Result<T, E>>`): the framework reports an open circuit or an exhausted deadline through `E: From<resilience::ResilienceError>`";
     let ty = match &sig.output {
         ReturnType::Type(_, ty) => &**ty,
@@ -448,12 +452,14 @@ fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> 
             return None;
         }
     };
-    let (shape, result) = if sig.asyncness.is_some() {
-        (Shape::AsyncFn, ty)
+    let (shape, boxed, result) = if sig.asyncness.is_some() {
+        (Shape::AsyncFn, false, ty)
     } else if let Some(output) = future_output(ty) {
-        (Shape::ImplFuture, output)
+        (Shape::ImplFuture, false, output)
+    } else if let Some(output) = boxed_future_output(ty) {
+        (Shape::ImplFuture, true, output)
     } else {
-        (Shape::Sync, ty)
+        (Shape::Sync, false, ty)
     };
     if !is_result(result) {
         let alias = if last_segment(result).is_some_and(|s| s.ends_with("Result")) {
@@ -469,7 +475,7 @@ fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> 
     }
     let mut erased = result.clone();
     EraseImplTrait.visit_type_mut(&mut erased);
-    Some((shape, erased, error_span(result)))
+    Some((shape, boxed, erased, error_span(result)))
 }
 
 /// `X` in `impl Future<Output = X> [+ …]`.
@@ -481,7 +487,49 @@ fn future_output(ty: &Type) -> Option<&Type> {
         Type::Paren(p) => return future_output(&p.elem),
         _ => return None,
     };
-    it.bounds.iter().find_map(|b| {
+    future_bound_output(it.bounds.iter())
+}
+
+/// `X` in `Pin<Box<dyn Future<Output = X> [+ …]>>`: what `#[async_trait]` makes an
+/// `async fn` return (any paths ending in `Pin` and `Box`).
+fn boxed_future_output(ty: &Type) -> Option<&Type> {
+    let boxed = only_type_arg(ty, "Pin")?;
+    match only_type_arg(boxed, "Box")? {
+        Type::TraitObject(obj) => future_bound_output(obj.bounds.iter()),
+        Type::Group(g) => match &*g.elem {
+            Type::TraitObject(obj) => future_bound_output(obj.bounds.iter()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `T` in `…::Name<T>`.
+fn only_type_arg<'a>(ty: &'a Type, name: &str) -> Option<&'a Type> {
+    let p = match ty {
+        Type::Path(p) if p.qself.is_none() => p,
+        Type::Group(g) => return only_type_arg(&g.elem, name),
+        Type::Paren(p) => return only_type_arg(&p.elem, name),
+        _ => return None,
+    };
+    let last = p.path.segments.last()?;
+    if last.ident != name {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+/// `X` in a `Future<Output = X>` among `bounds`.
+fn future_bound_output<'a>(
+    mut bounds: impl Iterator<Item = &'a TypeParamBound>,
+) -> Option<&'a Type> {
+    bounds.find_map(|b| {
         let TypeParamBound::Trait(t) = b else {
             return None;
         };
