@@ -14,6 +14,8 @@
 pub use ::core::future::Future;
 pub use ::core::ops::ControlFlow;
 pub use ::core::result::Result;
+/// `Box::pin` of a retried fn returning `Pin<Box<dyn Future<…>>>` (`#[async_trait]`).
+pub use ::std::boxed::Box;
 pub use resilience_core::backoff::BackoffStrategy;
 pub use resilience_core::retry::{
     AsyncLoop, AsyncStep, Idempotency, Idempotent, NotIdempotent, SyncLoop,

@@ -213,7 +213,9 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// the fn itself is still emitted, so the rest of the crate keeps compiling (M3).
 ///
 /// - The return type is a `Result` (any path whose last segment is `Result`, such as
-///   `app::Result<T>`), or `impl Future<Output = Result<..>>` for a non-async fn.
+///   `app::Result<T>`), or `impl Future<Output = Result<..>>` for a non-async fn, or
+///   `Pin<Box<dyn Future<Output = Result<..>> + ..>>` (what `#[async_trait]` makes of an
+///   `async fn`: put `#[async_trait]` on the impl, the attribute on the method).
 /// - The error type `E` implements `From<resilience::ResilienceError>` and `Display`.
 /// - Not a `const fn` nor an `extern` fn; a retried fn takes `&self` or `&mut self`, not
 ///   `self` by value nor through a smart pointer (`Box<Self>`, `Rc<Self>`, `Arc<Self>`, `Pin<…>`).

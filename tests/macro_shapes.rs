@@ -314,6 +314,81 @@ async fn r3_impl_future_fn_gets_a_fresh_future_per_attempt() {
     assert_eq!(c.polls.load(Ordering::SeqCst), 3);
 }
 
+// ===== `Pin<Box<dyn Future>>`: what `#[async_trait]` makes of an `async fn` (M1, R3) =====
+
+/// A trait usable as `dyn Store`, written as `#[async_trait]` expands it: the method attribute
+/// sees this signature, since the impl's `#[async_trait]` runs first.
+trait BoxedStore: Sync {
+    fn load<'life0, 'async_trait>(
+        &'life0 self,
+        key: String,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<String, ApiError>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait;
+}
+
+struct BoxedClient {
+    reads: Attempts,
+    writes: Attempts,
+}
+
+impl BoxedStore for BoxedClient {
+    #[retry_service_operation(
+        service = "shapes_boxed",
+        idempotent,
+        max_attempts = 4,
+        backoff = "none"
+    )]
+    fn load<'life0, 'async_trait>(
+        &'life0 self,
+        key: String,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<String, ApiError>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let __self = self;
+            let key = key;
+            let __ret: Result<String, ApiError> = {
+                __self.reads.fail_until(3)?;
+                Ok(key + "!")
+            };
+            __ret
+        })
+    }
+}
+
+impl BoxedClient {
+    #[retry_service_operation(service = "shapes_boxed_write")]
+    fn store<'a>(
+        &'a self,
+        value: String,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<usize, ApiError>> + Send + 'a>> {
+        Box::pin(async move {
+            self.writes.fail_until(u32::MAX)?;
+            Ok(value.len())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r3_m1_boxed_future_method_as_async_trait_writes_it_retries_and_stays_send() {
+    let client: &'static BoxedClient = Box::leak(Box::new(BoxedClient {
+        reads: Attempts::new(),
+        writes: Attempts::new(),
+    }));
+    let store: &'static dyn BoxedStore = client;
+    // Spawned: the boxed future is still `Send`.
+    let loaded = tokio::spawn(store.load("k".to_string())).await.unwrap();
+    assert_eq!(loaded, Ok("k!".to_string()));
+    assert_eq!(client.reads.count(), 3);
+    // Not idempotent: one attempt (M2).
+    assert_eq!(client.store("v".to_string()).await, Err(ApiError::Flaky(1)));
+    assert_eq!(client.writes.count(), 1);
+}
+
 // ===== by-value arguments of retried fns (M4) =====
 
 static FRESH: Attempts = Attempts::new();

@@ -250,6 +250,10 @@ fn parse_key(
     if input.peek(Ident::peek_any) {
         let ident = input.call(Ident::parse_any)?;
         let given = ident.unraw().to_string();
+        // A raw identifier (`r#idempotent`) names the key itself.
+        if let Some(key) = KEYS.into_iter().find(|k| key_name(*k) == given) {
+            return Ok(Some((key, ident.span())));
+        }
         let suggestion = closest(&given, &sym::ALL);
         ctxt.error(ident.span(), unknown_key_message(&given, suggestion));
         // A misspelt `service` should not also be reported as missing.
@@ -337,6 +341,21 @@ fn assign(args: &mut RetryArgs, ctxt: &Ctxt, key: Key, key_span: Span, value: Op
         ),
     }
 }
+
+/// Every key, for lookups by name.
+const KEYS: [Key; 11] = [
+    Key::Service,
+    Key::Idempotent,
+    Key::NotIdempotent,
+    Key::Operation,
+    Key::TotalTimeout,
+    Key::MaxAttempts,
+    Key::Backoff,
+    Key::BaseDelay,
+    Key::MaxDelay,
+    Key::Jitter,
+    Key::Crate,
+];
 
 fn key_name(key: Key) -> &'static str {
     match key {
@@ -457,9 +476,11 @@ fn secs(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spann
 
 fn number(expr: &Expr) -> Option<f64> {
     match expr {
+        // As a float: a negative or huge integer is then reported as out of range, not as
+        // "not a number".
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        }) => i.base10_parse::<u64>().ok().map(|v| v as f64),
+        }) => i.base10_digits().parse::<f64>().ok(),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
         }) => f.base10_parse::<f64>().ok(),
@@ -478,8 +499,14 @@ fn count(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Span
                 key,
                 span: i.span(),
             }),
-            Err(e) => {
-                ctxt.error(i.span(), format!("`{name}`: {e}"));
+            Err(_) => {
+                let digits = i.base10_digits();
+                let rule = if digits.starts_with('-') {
+                    "must be a whole number >= 1"
+                } else {
+                    "must fit in a u32"
+                };
+                ctxt.error(i.span(), format!("`{name}` {rule}, got {digits}"));
                 None
             }
         },

@@ -98,19 +98,20 @@ pub(crate) fn borrow_of_mut_input(sig: &Signature, result: &Type) -> Option<Span
     let mut has_self_ref = false;
     for input in &sig.inputs {
         match input {
+            // `&self` and `self: &Self` alike: syn spells the shorthand's type out too.
             FnArg::Receiver(r) => {
-                if let Some((_, lt)) = &r.reference {
+                if let Some(r) = reference(&r.ty) {
                     has_self_ref = true;
                     if r.mutability.is_some() {
                         muts.push(MutInput {
-                            lifetime: lt.clone(),
+                            lifetime: r.lifetime.clone(),
                             receiver: true,
                         });
                     }
                 }
             }
             FnArg::Typed(pt) => {
-                if let Type::Reference(r) = &*pt.ty {
+                if let Some(r) = reference(&pt.ty) {
                     references += 1;
                     if r.mutability.is_some() {
                         muts.push(MutInput {
@@ -146,6 +147,17 @@ pub(crate) fn borrow_of_mut_input(sig: &Signature, result: &Type) -> Option<Span
     from_mut.then_some(elided)
 }
 
+/// `ty` if it is a reference, seen through the invisible group a `macro_rules!` fragment
+/// (`$t:ty`) puts around it, and through parentheses.
+pub(crate) fn reference(ty: &Type) -> Option<&syn::TypeReference> {
+    match ty {
+        Type::Reference(r) => Some(r),
+        Type::Group(g) => reference(&g.elem),
+        Type::Paren(p) => reference(&p.elem),
+        _ => None,
+    }
+}
+
 /// M4: a by-value argument whose type holds a `&mut` inside a type that is `Clone` only if
 /// its parts are (`Option<&mut T>`, `(&mut A, B)`, `Vec<&mut T>`, ...) can never be cloned
 /// for each attempt. Returns each such argument's name and its `&mut`'s span, so the error
@@ -154,7 +166,7 @@ pub(crate) fn mut_inside_by_value_args(sig: &Signature) -> Vec<(String, Span)> {
     sig.inputs
         .iter()
         .filter_map(|input| match input {
-            FnArg::Typed(pt) if !matches!(&*pt.ty, Type::Reference(_)) => {
+            FnArg::Typed(pt) if reference(&pt.ty).is_none() => {
                 let span = mut_inside(&pt.ty)?;
                 let name = match &*pt.pat {
                     syn::Pat::Ident(p) => format!("`{}`", p.ident),
@@ -252,7 +264,20 @@ mod tests {
             parse_quote!(fn f(buf: &mut Vec<u8>) -> Result<&[u8], E>),
             parse_quote!(Result<&[u8], E>)
         ));
+        // `self: &mut Self` is `&mut self`.
+        assert!(check(
+            parse_quote!(fn f(self: &mut Self) -> Result<&mut String, E>),
+            parse_quote!(Result<&mut String, E>)
+        ));
+        assert!(check(
+            parse_quote!(fn f<'a>(self: &'a mut Self) -> Result<&'a str, E>),
+            parse_quote!(Result<&'a str, E>)
+        ));
         // Not from a `&mut`: shared self, another argument's named lifetime, owned, static.
+        assert!(!check(
+            parse_quote!(fn f(self: &Self, buf: &mut Vec<u8>) -> Result<&str, E>),
+            parse_quote!(Result<&str, E>)
+        ));
         assert!(!check(
             parse_quote!(fn f(&self) -> Result<&str, E>),
             parse_quote!(Result<&str, E>)

@@ -202,6 +202,24 @@ fn rewrite_items(body: TokenStream, defaults: &TokenStream) -> TokenStream {
 /// arguments, and which of ours it is.
 fn rewrite_attr(g: &Group, defaults: &TokenStream) -> (Group, Option<&'static str>) {
     let tokens: Vec<TokenTree> = g.stream().into_iter().collect();
+    match rewrite_meta(&tokens, defaults, g.span()) {
+        Some((new, name)) => {
+            let mut group = Group::new(Delimiter::Bracket, new.into_iter().collect());
+            group.set_span(g.span());
+            (group, Some(name))
+        }
+        None => (g.clone(), None),
+    }
+}
+
+/// One attribute's meta (`path` or `path(args)`): ours with the defaults appended, or
+/// `cfg_attr(pred, …)` holding ours, rewritten inside.
+/// `span`: the attribute's, for the arguments of one written without any.
+fn rewrite_meta(
+    tokens: &[TokenTree],
+    defaults: &TokenStream,
+    span: Span,
+) -> Option<(Vec<TokenTree>, &'static str)> {
     let path_len = tokens
         .iter()
         .take_while(|t| {
@@ -209,20 +227,23 @@ fn rewrite_attr(g: &Group, defaults: &TokenStream) -> (Group, Option<&'static st
                 || matches!(t, TokenTree::Punct(p) if p.as_char() == ':')
         })
         .count();
+    let rest = &tokens[path_len..];
     let name = match tokens[..path_len].last() {
         Some(TokenTree::Ident(id)) if id == RETRY => RETRY,
         Some(TokenTree::Ident(id)) if id == DEFAULTS => DEFAULTS,
-        _ => return (g.clone(), None),
+        Some(TokenTree::Ident(id)) if id == "cfg_attr" && path_len == 1 => {
+            return rewrite_cfg_attr(&tokens[0], rest, defaults, span)
+        }
+        _ => return None,
     };
-    let rest = &tokens[path_len..];
     let own = match rest {
         [] => TokenStream::new(),
         [TokenTree::Group(args)] if args.delimiter() == Delimiter::Parenthesis => args.stream(),
-        _ => return (g.clone(), None),
+        _ => return None,
     };
     let args_span = match rest {
         [TokenTree::Group(args)] => args.span(),
-        _ => g.span(),
+        _ => span,
     };
     let needs_comma = own
         .clone()
@@ -237,9 +258,42 @@ fn rewrite_attr(g: &Group, defaults: &TokenStream) -> (Group, Option<&'static st
     args.set_span(args_span);
     let mut new: Vec<TokenTree> = tokens[..path_len].to_vec();
     new.push(TokenTree::Group(args));
-    let mut group = Group::new(Delimiter::Bracket, new.into_iter().collect());
-    group.set_span(g.span());
-    (group, Some(name))
+    Some((new, name))
+}
+
+/// `cfg_attr(pred, a, b, …)` with ours among `a, b, …` rewritten (the predicate untouched).
+fn rewrite_cfg_attr(
+    cfg_attr: &TokenTree,
+    rest: &[TokenTree],
+    defaults: &TokenStream,
+    span: Span,
+) -> Option<(Vec<TokenTree>, &'static str)> {
+    let [TokenTree::Group(args)] = rest else {
+        return None;
+    };
+    if args.delimiter() != Delimiter::Parenthesis {
+        return None;
+    }
+    let inner: Vec<TokenTree> = args.stream().into_iter().collect();
+    let parts = inner.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','));
+    let mut found = None;
+    let mut out: Vec<TokenTree> = Vec::with_capacity(inner.len() + 4);
+    for (i, part) in parts.enumerate() {
+        if i > 0 {
+            out.extend(quote!(,));
+        }
+        match (i, rewrite_meta(part, defaults, span)) {
+            (1.., Some((new, name))) => {
+                found = Some(name);
+                out.extend(new);
+            }
+            _ => out.extend(part.iter().cloned()),
+        }
+    }
+    let name = found?;
+    let mut group = Group::new(Delimiter::Parenthesis, out.into_iter().collect());
+    group.set_span(args.span());
+    Some((vec![cfg_attr.clone(), TokenTree::Group(group)], name))
 }
 
 #[cfg(test)]
@@ -275,6 +329,19 @@ mod tests {
         // A trailing comma is not doubled.
         assert!(!out.contains(", ,"), "{out}");
         assert!(out.contains("# [doc = \"untouched\"] # [inline]"), "{out}");
+        let out = rewrite(quote! {
+            impl C {
+                #[cfg_attr(feature = "x", allow(unused), retry_service_operation(idempotent))]
+                fn e(&self) {}
+                #[cfg_attr(any(), cfg_attr(all(), retry_service_operation))] fn f(&self) {}
+                #[cfg_attr(all(), inline)] fn g(&self) {}
+            }
+        });
+        assert_eq!(out.matches("__defaults").count(), 2, "{out}");
+        assert!(
+            out.contains("cfg_attr (feature = \"x\" , allow (unused) , retry_service_operation (idempotent , __defaults"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -102,6 +102,14 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         quote!({ #shadows (#body) })
     };
 
+    // `Pin<Box<dyn Future<…>>>` (`#[async_trait]`): the same future, boxed and pinned.
+    let boxed = |fut: TokenStream| {
+        if plan.boxed {
+            quote!(#p::Box::pin(#fut))
+        } else {
+            fut
+        }
+    };
     let guarded = match (plan.shape, plan.idempotent) {
         // The loop is `sync_retry`'s: one generic call per fn. Its `E: RetryableError` bound
         // is the readable check, reported on its callee path (spanned on the error type).
@@ -143,7 +151,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         (Shape::ImplFuture, true) => {
             let step = driver_fn("step");
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
-            quote! {
+            boxed(quote! {
             async move {
                 let mut #driver = #p::async_loop(&#site);
                 loop {
@@ -153,7 +161,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                     }
                 }
             }
-            }
+            })
         }
         // One attempt: the body runs now, as it did unguarded, and only its future is
         // captured, so the returned future borrows nothing more than before (deferring it
@@ -168,6 +176,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
                     #async_once(&#site, #attempt) #await_
                 }
             };
+            let fut = boxed(fut);
             quote! {
                 let #attempt = #p::in_attempt(|| #body);
                 #fut

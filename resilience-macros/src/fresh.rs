@@ -31,6 +31,9 @@ pub(crate) struct Binding {
     /// The user's `mut`, if written: the per-attempt copy is the one the body mutates. The
     /// token keeps its span, so rustc's "remove this `mut`" (and `cargo fix`) point at it.
     mutable: Option<syn::Token![mut]>,
+    /// The argument's `#[cfg]` and lint attributes: a copy of a `#[cfg]`'d out argument must
+    /// go with it, and an `#[allow(..)]` on it must reach the copy's `mut`.
+    attrs: Vec<syn::Attribute>,
 }
 
 /// The bindings to refresh per attempt, and `sig` with their `mut` moved out of it.
@@ -56,7 +59,14 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
     // macro's own time is a part of the build cost).
     let mut bindings = Vec::new();
     for pt in by_value(sig.inputs.iter()) {
+        let first = bindings.len();
         collect(&mut pt.pat.clone(), Some(&pt.ty), &mut bindings);
+        let attrs: Vec<syn::Attribute> = pt.attrs.iter().filter(|a| copied(a)).cloned().collect();
+        if !attrs.is_empty() {
+            for b in &mut bindings[first..] {
+                b.attrs.clone_from(&attrs);
+            }
+        }
     }
     let changed = bindings.iter().any(|b| b.mutable.is_some());
     let sig = changed.then(|| {
@@ -71,6 +81,15 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
         out
     });
     Fresh { bindings, sig }
+}
+
+/// Whether an argument's attribute applies to its per-attempt copy: `cfg`, `cfg_attr`, and
+/// the lint levels other than `expect` (an expectation met by the copy would be unmet on the
+/// argument, or the other way round).
+fn copied(attr: &syn::Attribute) -> bool {
+    ["cfg", "cfg_attr", "allow", "warn", "deny", "forbid"]
+        .iter()
+        .any(|name| attr.path().is_ident(name))
 }
 
 /// The typed arguments not taken by reference.
@@ -89,19 +108,25 @@ pub(crate) fn shadows(bindings: &[Binding], p: &impl quote::ToTokens) -> TokenSt
             let ident = &b.ident;
             let span = ident.span();
             let mutability = &b.mutable;
+            let attrs = &b.attrs;
             // The bound is checked on the explicit `_`: spanned on the argument, that is
             // where the error points.
             let infer = quote_spanned!(span=> _);
-            // The read of the original is the expansion's, not the user's (at the same
-            // place): lints on the user's code, e.g. clippy's `used_underscore_binding` on
-            // `_unused: String`, must not fire on it.
-            let mut original = ident.clone();
-            original.set_span(Span::call_site().located_at(span));
+            // The read of the original resolves where the argument was written: in a fn
+            // written by a `macro_rules!` macro, the argument's name may come from its caller
+            // (`$item`, `$arg:ident`), whose hygiene the attribute's call site does not share.
+            // So it is the user's code to lints: `used_underscore_binding` (on `_unused:
+            // String`) is allowed where it could fire.
+            let original = ident;
+            let underscore = ident.to_string().trim_start_matches("r#").starts_with('_');
+            let allow = underscore.then(|| quote!(#[allow(clippy::used_underscore_binding)]));
             // A type named as the argument, in a block of its own (so it shadows nothing the
             // body names): the error message prints it, and so names the argument (M4).
             let mut name = ident.clone();
             name.set_span(Span::call_site());
             quote! {
+                #(#attrs)*
+                #allow
                 let #mutability #ident = {
                     enum #name {}
                     #p::fresh::<#infer, #name>(&#original)
@@ -143,6 +168,7 @@ fn collect(pat: &mut Pat, ty: Option<&Type>, out: &mut Vec<Binding>) {
                 out.push(Binding {
                     ident: p.ident.clone(),
                     mutable: p.mutability.take(),
+                    attrs: Vec::new(),
                 });
             }
             if let Some((_, sub)) = &mut p.subpat {

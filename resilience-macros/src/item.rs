@@ -21,18 +21,34 @@ pub(crate) struct ItemFn {
     pub(crate) body: Option<Group>,
 }
 
+/// `{ … }`, also when a `macro_rules!` passed it as a `$body:block` fragment: an invisible
+/// group around the braces.
+fn brace_body(tt: &TokenTree) -> Option<Group> {
+    let TokenTree::Group(g) = tt else { return None };
+    match g.delimiter() {
+        Delimiter::Brace => Some(g.clone()),
+        Delimiter::None => {
+            let mut inner = g.stream().into_iter();
+            match (inner.next(), inner.next()) {
+                (Some(only), None) => brace_body(&only),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 impl ItemFn {
     /// Splits off the body at the top level (without descending into it), then parses the
     /// header: outer attributes, visibility, signature.
     pub(crate) fn parse(item: TokenStream) -> syn::Result<Self> {
         let mut tokens: Vec<TokenTree> = item.into_iter().collect();
-        let body = match tokens.last() {
-            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
-                let g = g.clone();
+        let body = match tokens.last().and_then(brace_body) {
+            Some(g) => {
                 tokens.pop();
                 Some(g)
             }
-            _ => None,
+            None => None,
         };
         let header: TokenStream = tokens.into_iter().collect();
         let has_body = body.is_some();

@@ -21,6 +21,9 @@ pub(crate) struct Plan {
     pub(crate) idempotent: bool,
     pub(crate) declared: Declared,
     pub(crate) shape: Shape,
+    /// An `ImplFuture` whose future is boxed: `Pin<Box<dyn Future<Output = …> + …>>`, as
+    /// `#[async_trait]` writes an `async fn`.
+    pub(crate) boxed: bool,
     /// What one attempt produces (`Result<T, E>`), with `impl Trait` erased to `_`.
     pub(crate) attempt_ty: Type,
     /// Where the error type `E` is written (for an alias like `app::Result<T>`, its
@@ -71,7 +74,7 @@ pub(crate) enum Shape {
     Sync,
     /// `async fn … -> Result<T, E>`.
     AsyncFn,
-    /// `fn … -> impl Future<Output = Result<T, E>>`.
+    /// `fn … -> impl Future<Output = Result<T, E>>`, or `Pin<Box<dyn Future<…>>>`.
     ImplFuture,
 }
 
@@ -141,7 +144,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         );
     }
     let output = classify_output(&item.sig, ctxt);
-    if let (true, Some((_, result, _))) = (idempotent, &output) {
+    if let (true, Some((_, _, result, _))) = (idempotent, &output) {
         if let Some(span) = crate::borrow::borrow_of_mut_input(&item.sig, result) {
             ctxt.error(
                 span,
@@ -153,7 +156,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
     if ctxt.has_errors() {
         return None;
     }
-    let (shape, attempt_ty, error_span) = output?;
+    let (shape, boxed, attempt_ty, error_span) = output?;
     Some(Plan {
         krate,
         service: service?,
@@ -161,6 +164,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         idempotent,
         declared,
         shape,
+        boxed,
         attempt_ty,
         error_span,
     })
@@ -295,7 +299,8 @@ fn operation(args: &RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> LitStr {
 }
 
 fn crate_path(k: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Path> {
-    match k.value.parse::<Path>() {
+    // A module path: generic arguments (`resilience<u8>`) would only break the expansion.
+    match k.value.parse_with(Path::parse_mod_style) {
         Ok(p) => Some(p),
         Err(_) => {
             ctxt.error(
@@ -307,18 +312,47 @@ fn crate_path(k: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Path> {
     }
 }
 
+/// Seconds as a message shows them: `1e20`, not twenty digits.
+fn shown_secs(v: f64) -> String {
+    let a = v.abs();
+    if a.is_finite() && (a >= 1e15 || (a > 0.0 && a < 1e-4)) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn seconds(name: &str, s: &Spanned<Secs>, zero_ok: bool, ctxt: &Ctxt) -> Option<f64> {
     let v = s.value;
+    let shown = shown_secs(v);
     let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
     if !ok {
         let rule = if zero_ok { ">= 0" } else { "> 0" };
         ctxt.error(
             s.span,
-            format!("`{name}` must be a finite number of seconds {rule}, got {v}"),
+            format!("`{name}` must be a finite number of seconds {rule}, got {shown}"),
         );
         return None;
     }
-    Some(v)
+    // What the runtime will hold (R7): a value it cannot make a `Duration` of, or a timeout
+    // that rounds to a zero one, would make it drop the whole declared policy at run time.
+    match std::time::Duration::try_from_secs_f64(v) {
+        Err(_) => {
+            ctxt.error(
+                s.span,
+                format!("`{name}` must be a number of seconds a `Duration` can hold (below about 1.8e19), got {shown}"),
+            );
+            None
+        }
+        Ok(d) if d.is_zero() && !zero_ok => {
+            ctxt.error(
+                s.span,
+                format!("`{name}` must be at least 1e-9 seconds (one nanosecond), got {shown}"),
+            );
+            None
+        }
+        Ok(_) => Some(v),
+    }
 }
 
 fn attempts(n: &Spanned<u64>, ctxt: &Ctxt) -> Option<u32> {
@@ -385,7 +419,7 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
             // pointers (`Box<Self>`, `Rc<Self>`, `Arc<Self>`, `Pin<…>`). Even a cloneable
             // `Rc<Self>` is refused: `self` cannot be rebound, so an attempt cannot be given a
             // fresh one as other by-value arguments are (M4).
-            if !matches!(&*r.ty, Type::Reference(_)) {
+            if crate::borrow::reference(&r.ty).is_none() {
                 ctxt.error(
                     r.self_token.span,
                     "a retried fn cannot take `self` by value: the first attempt would consume it. Take `&self` or `&mut self`, or drop `idempotent` so the operation runs once",
@@ -403,7 +437,7 @@ fn check_signature(sig: &Signature, idempotent: bool, ctxt: &Ctxt) {
 
 /// R3: decides sync / async fn / `impl Future` from the signature, and checks the result is a
 /// `Result` (the framework reports its refusals through its error type).
-fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> {
+fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, bool, Type, Span)> {
     const NEED: &str = "expected a `Result<T, E>` return type (or `impl Future<Output = Result<T, E>>`): the framework reports an open circuit or an exhausted deadline through `E: From<resilience::ResilienceError>`";
     let ty = match &sig.output {
         ReturnType::Type(_, ty) => &**ty,
@@ -418,12 +452,14 @@ fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> 
             return None;
         }
     };
-    let (shape, result) = if sig.asyncness.is_some() {
-        (Shape::AsyncFn, ty)
+    let (shape, boxed, result) = if sig.asyncness.is_some() {
+        (Shape::AsyncFn, false, ty)
     } else if let Some(output) = future_output(ty) {
-        (Shape::ImplFuture, output)
+        (Shape::ImplFuture, false, output)
+    } else if let Some(output) = boxed_future_output(ty) {
+        (Shape::ImplFuture, true, output)
     } else {
-        (Shape::Sync, ty)
+        (Shape::Sync, false, ty)
     };
     if !is_result(result) {
         let alias = if last_segment(result).is_some_and(|s| s.ends_with("Result")) {
@@ -439,13 +475,61 @@ fn classify_output(sig: &Signature, ctxt: &Ctxt) -> Option<(Shape, Type, Span)> 
     }
     let mut erased = result.clone();
     EraseImplTrait.visit_type_mut(&mut erased);
-    Some((shape, erased, error_span(result)))
+    Some((shape, boxed, erased, error_span(result)))
 }
 
 /// `X` in `impl Future<Output = X> [+ …]`.
 fn future_output(ty: &Type) -> Option<&Type> {
-    let Type::ImplTrait(it) = ty else { return None };
-    it.bounds.iter().find_map(|b| {
+    let it = match ty {
+        Type::ImplTrait(it) => it,
+        // A `macro_rules!` fragment (`-> $ret` with `$ret:ty`), or parentheses.
+        Type::Group(g) => return future_output(&g.elem),
+        Type::Paren(p) => return future_output(&p.elem),
+        _ => return None,
+    };
+    future_bound_output(it.bounds.iter())
+}
+
+/// `X` in `Pin<Box<dyn Future<Output = X> [+ …]>>`: what `#[async_trait]` makes an
+/// `async fn` return (any paths ending in `Pin` and `Box`).
+fn boxed_future_output(ty: &Type) -> Option<&Type> {
+    let boxed = only_type_arg(ty, "Pin")?;
+    match only_type_arg(boxed, "Box")? {
+        Type::TraitObject(obj) => future_bound_output(obj.bounds.iter()),
+        Type::Group(g) => match &*g.elem {
+            Type::TraitObject(obj) => future_bound_output(obj.bounds.iter()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `T` in `…::Name<T>`.
+fn only_type_arg<'a>(ty: &'a Type, name: &str) -> Option<&'a Type> {
+    let p = match ty {
+        Type::Path(p) if p.qself.is_none() => p,
+        Type::Group(g) => return only_type_arg(&g.elem, name),
+        Type::Paren(p) => return only_type_arg(&p.elem, name),
+        _ => return None,
+    };
+    let last = p.path.segments.last()?;
+    if last.ident != name {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+/// `X` in a `Future<Output = X>` among `bounds`.
+fn future_bound_output<'a>(
+    mut bounds: impl Iterator<Item = &'a TypeParamBound>,
+) -> Option<&'a Type> {
+    bounds.find_map(|b| {
         let TypeParamBound::Trait(t) = b else {
             return None;
         };
