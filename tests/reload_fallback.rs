@@ -3,18 +3,11 @@
 //! as its first registration would have. Its own test binary: it installs the process-wide
 //! runtime.
 
-use resilience::__private::{CallSite, CodeDeclared};
-use resilience::config::{Config, EnvSource};
-use resilience::Runtime;
-use std::collections::HashMap;
+mod config_support;
 
-fn config(vars: &[(&str, &str)]) -> Config {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Config::from_source(&map as &dyn EnvSource)
-}
+use config_support::config;
+use resilience::__private::{CallSite, CodeDeclared};
+use resilience::Runtime;
 
 /// Invalid under every config: a total timeout of 0 s, which no env var overrides.
 static INVALID_SITE: CallSite = CallSite::new(

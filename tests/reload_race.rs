@@ -7,24 +7,17 @@
 //! inside that event (after it read the config, before it published the site) until the
 //! reloading thread is seen walking the registered sites.
 
+mod config_support;
+
+use config_support::config;
 use resilience::__private::{CallSite, CodeDeclared};
-use resilience::config::{Config, EnvSource};
 use resilience::Runtime;
-use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// How long anything may take before the test calls it a deadlock.
 const WATCHDOG: Duration = Duration::from_secs(20);
-
-fn config(vars: &[(&str, &str)]) -> Config {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Config::from_source(&map as &dyn EnvSource)
-}
 
 /// Invalid under every config (a total timeout of 0 s), so every reload logs it while it
 /// walks the registered sites: the signal that the reload is past its snapshot of them.

@@ -1,16 +1,9 @@
 //! The facade runtime: config feeds the registry; reloads are all-or-nothing.
 
-use resilience::config::{Config, EnvSource};
-use resilience::Runtime;
-use std::collections::HashMap;
+mod config_support;
 
-fn config(vars: &[(&str, &str)]) -> Config {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Config::from_source(&map as &dyn EnvSource)
-}
+use config_support::config;
+use resilience::Runtime;
 
 #[test]
 fn c3_c11_registry_gets_the_built_in_table_and_database_defaults_for_unknown_services() {
