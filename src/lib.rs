@@ -300,7 +300,10 @@ pub use resilience_macros::retry_service_operation;
 /// in an inline `mod`, so that the fn's own arguments win and the defaults fill the rest.
 /// Retry tuning among the defaults applies to `idempotent` fns only; a write inherits the
 /// service, `total_timeout` and `crate`, and still runs once. A nested `#[service_defaults]`
-/// overrides the outer one for its own block. Fn bodies are never entered.
+/// overrides the outer one for its own block. Fn bodies are never entered, and neither are
+/// macro invocations among the items (a `macro_rules!` call that writes annotated fns): the
+/// attributes such a call produces do not exist yet when the defaults are applied, so give
+/// them their arguments in full. An attribute inside `#[cfg_attr(…)]` is reached.
 pub use resilience_macros::service_defaults;
 
 /// Configuration: env vars, JSON overrides, provenance.
