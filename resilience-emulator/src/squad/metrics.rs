@@ -113,13 +113,14 @@ pub fn merged(lockouts: &[Lockout]) -> Vec<(Duration, Duration)> {
 }
 
 /// Most requests in a 100 ms window starting at a request within [`HERD_WINDOW`] after the
-/// end of any lockout.
+/// end of any lockout (both ends included).
 pub fn herd_peak(log: &[LogEntry], lockouts: &[Lockout]) -> u64 {
     let times: Vec<Duration> = log.iter().map(|e| e.at).collect();
     let mut peak = 0;
     for (_, end) in merged(lockouts) {
         let from = times.partition_point(|t| *t < end);
-        let to = times.partition_point(|t| *t < end + HERD_WINDOW);
+        // "Within 60 s after": a window may start at `end + HERD_WINDOW` itself.
+        let to = times.partition_point(|t| *t <= end + HERD_WINDOW);
         for i in from..to {
             let n = times[i..].partition_point(|t| *t < times[i] + HERD_BUCKET);
             peak = peak.max(n as u64);
@@ -224,9 +225,31 @@ mod tests {
         assert_eq!(herd_peak(&log, &lockouts), 4);
         // Requests before the end, or more than 60 s after it, are not the herd.
         log.insert(0, entry(ms(999), Priority::P1, Outcome::Served));
-        log.extend((0..9).map(|_| entry(ms(61_000), Priority::P1, Outcome::Served)));
+        log.extend((0..9).map(|_| entry(ms(61_001), Priority::P1, Outcome::Served)));
         assert_eq!(herd_peak(&log, &lockouts), 4);
         assert_eq!(herd_peak(&log, &[]), 0);
+    }
+
+    #[test]
+    fn squad_herd_window_includes_the_instant_60_s_after_the_block() {
+        // The outage's block ends at 540 s and the naive squad's reconciliation tick flushes
+        // its given-up steps at 600 s, exactly `HERD_WINDOW` later: "within 60 s after".
+        let lockouts = [Lockout {
+            start: ms(480_000),
+            end: ms(540_000),
+            cause: LockoutCause::Scripted,
+        }];
+        let log: Vec<_> = [558_459, 600_000, 600_000, 600_000, 600_050]
+            .into_iter()
+            .map(|t| entry(ms(t), Priority::P1, Outcome::Served))
+            .collect();
+        assert_eq!(herd_peak(&log, &lockouts), 4);
+        // A window starting after that instant is not the herd.
+        let late: Vec<_> = [600_001, 600_002]
+            .into_iter()
+            .map(|t| entry(ms(t), Priority::P1, Outcome::Served))
+            .collect();
+        assert_eq!(herd_peak(&late, &lockouts), 0);
     }
 
     /// One P0 call, wanted at 100 ms and sent at 500 ms.
