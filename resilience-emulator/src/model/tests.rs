@@ -390,3 +390,32 @@ fn kinds_are_inferred_from_method_and_path() {
     assert_eq!(Kind::infer("PUT", "/repos/a/b/contents/x.rs"), Kind::Write);
     assert_eq!(Kind::infer("POST", "/repos/a/b/git/refs"), Kind::Write);
 }
+
+#[test]
+fn g8_points_writes_to_different_files_share_the_contents_endpoint() {
+    // `PUT /repos/{owner}/{repo}/contents/{path}` is one endpoint whatever the file: 180
+    // commits of 5 points fill its 900 points a minute, the 181st breaches.
+    let (emu, _clock) = emu(Limits::github());
+    for i in 0..180 {
+        let put = Request::new(
+            "tok",
+            "PUT",
+            format!("/repos/a/b/contents/src/pr{i}/f{i}.rs"),
+            "d",
+            Priority::P1,
+        );
+        assert_eq!(emu.handle_at(&put, secs(i / 4)).status, 200, "file {i}");
+    }
+    let put = Request::new(
+        "tok",
+        "PUT",
+        "/repos/a/b/contents/README.md",
+        "d",
+        Priority::P1,
+    );
+    assert_eq!(emu.handle_at(&put, secs(50)).status, 403);
+    assert_eq!(
+        emu.log().last().map(|e| e.outcome),
+        Some(Outcome::SecondaryBreach(SecondaryCause::Points))
+    );
+}
