@@ -419,3 +419,19 @@ fn g8_points_writes_to_different_files_share_the_contents_endpoint() {
         Some(Outcome::SecondaryBreach(SecondaryCause::Points))
     );
 }
+
+#[test]
+fn g8_a_filtered_list_changes_when_an_item_below_it_is_written() {
+    // Ralph polls `/issues?state=open`: a comment on one of those issues changes the list,
+    // so the next conditional poll is a 200 that costs quota, not a free 304.
+    let (emu, _clock) = emu(Limits::github());
+    let first = emu.handle(&get("/repos/a/b/issues?state=open"));
+    let etag = first.header("etag").unwrap().to_owned();
+    assert_eq!(
+        emu.handle(&post("/repos/a/b/issues/3/comments")).status,
+        201
+    );
+    let again = emu.handle(&get("/repos/a/b/issues?state=open").with_if_none_match(etag));
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("x-ratelimit-remaining"), Some("4997"));
+}
