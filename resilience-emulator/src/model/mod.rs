@@ -384,8 +384,10 @@ fn spend(token: &mut TokenState, request: &Request, now: Duration, limits: &Limi
     }
 }
 
-/// A weak validator that changes whenever `path` or anything below it is written.
+/// A weak validator that changes whenever `path` or anything below it is written (the query
+/// only filters: `/issues?state=open` changes when `/issues/3/comments` is written).
 fn etag_of(writes: &BTreeMap<String, u64>, path: &str) -> String {
+    let path = path.split('?').next().unwrap_or(path);
     let n: u64 = writes
         .range(path.to_owned()..)
         .take_while(|(k, _)| k.starts_with(path))

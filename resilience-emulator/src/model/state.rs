@@ -71,9 +71,13 @@ impl TokenState {
 }
 
 /// The endpoint a path belongs to for the per-endpoint points limit: numeric and
-/// commit-hash-like segments become `{id}` (`/repos/a/b/pulls/12` → `/repos/a/b/pulls/{id}`).
+/// commit-hash-like segments become `{id}` (`/repos/a/b/pulls/12` → `/repos/a/b/pulls/{id}`),
+/// and a file path after `/contents/` becomes `{path}` (one endpoint for every file).
 pub(crate) fn endpoint_template(path: &str) -> String {
     let path = path.split('?').next().unwrap_or(path);
+    if let Some((repo, _file)) = path.split_once("/contents/") {
+        return format!("{}/contents/{{path}}", endpoint_template(repo));
+    }
     path.split('/')
         .map(|seg| {
             let numeric = !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
@@ -103,5 +107,17 @@ mod tests {
             "/repos/acme/app/git/blobs/{id}"
         );
         assert_eq!(endpoint_template("/repos/acme/app"), "/repos/acme/app");
+    }
+
+    #[test]
+    fn g8_templates_fold_a_contents_path_into_one_endpoint() {
+        assert_eq!(
+            endpoint_template("/repos/acme/app/contents/src/data/pr101/f0.rs"),
+            "/repos/acme/app/contents/{path}"
+        );
+        assert_eq!(
+            endpoint_template("/repos/acme/app/contents/README.md?ref=main"),
+            "/repos/acme/app/contents/{path}"
+        );
     }
 }

@@ -390,3 +390,48 @@ fn kinds_are_inferred_from_method_and_path() {
     assert_eq!(Kind::infer("PUT", "/repos/a/b/contents/x.rs"), Kind::Write);
     assert_eq!(Kind::infer("POST", "/repos/a/b/git/refs"), Kind::Write);
 }
+
+#[test]
+fn g8_points_writes_to_different_files_share_the_contents_endpoint() {
+    // `PUT /repos/{owner}/{repo}/contents/{path}` is one endpoint whatever the file: 180
+    // commits of 5 points fill its 900 points a minute, the 181st breaches.
+    let (emu, _clock) = emu(Limits::github());
+    for i in 0..180 {
+        let put = Request::new(
+            "tok",
+            "PUT",
+            format!("/repos/a/b/contents/src/pr{i}/f{i}.rs"),
+            "d",
+            Priority::P1,
+        );
+        assert_eq!(emu.handle_at(&put, secs(i / 4)).status, 200, "file {i}");
+    }
+    let put = Request::new(
+        "tok",
+        "PUT",
+        "/repos/a/b/contents/README.md",
+        "d",
+        Priority::P1,
+    );
+    assert_eq!(emu.handle_at(&put, secs(50)).status, 403);
+    assert_eq!(
+        emu.log().last().map(|e| e.outcome),
+        Some(Outcome::SecondaryBreach(SecondaryCause::Points))
+    );
+}
+
+#[test]
+fn g8_a_filtered_list_changes_when_an_item_below_it_is_written() {
+    // Ralph polls `/issues?state=open`: a comment on one of those issues changes the list,
+    // so the next conditional poll is a 200 that costs quota, not a free 304.
+    let (emu, _clock) = emu(Limits::github());
+    let first = emu.handle(&get("/repos/a/b/issues?state=open"));
+    let etag = first.header("etag").unwrap().to_owned();
+    assert_eq!(
+        emu.handle(&post("/repos/a/b/issues/3/comments")).status,
+        201
+    );
+    let again = emu.handle(&get("/repos/a/b/issues?state=open").with_if_none_match(etag));
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("x-ratelimit-remaining"), Some("4997"));
+}

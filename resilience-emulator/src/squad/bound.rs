@@ -4,8 +4,9 @@
 //! before which the workload cannot be done, whoever schedules it:
 //!
 //! - `path`: the longest agent's solo replay. An agent's steps are sequential, each thinks for
-//!   its `think` then makes its calls at once, which take the slowest call's latency (times
-//!   `ceil(calls / max_concurrency)`); a task waits for its `not_before`; a call wanted inside
+//!   its `think` then makes its calls at once, which take the slowest call's latency (or, over
+//!   `max_concurrency` calls, the `ceil(calls / max_concurrency)` shortest latencies one after
+//!   another, if longer); a task waits for its `not_before`; a call wanted inside
 //!   a scripted block can only be answered after the block. No contention, no waits: no
 //!   scheduler can make an agent faster than this.
 //! - `points`: per endpoint `e` with `P_e` points, at most `points_per_window` fit in any
@@ -73,17 +74,7 @@ pub fn lower_bound(workload: &Workload, limits: &Limits) -> LowerBound {
                     continue;
                 }
                 let send = after_blocks(t, &workload.scripted_blocks);
-                let slowest = step
-                    .calls
-                    .iter()
-                    .map(|c| lat.of(c.kind))
-                    .max()
-                    .unwrap_or_default();
-                let rounds = step
-                    .calls
-                    .len()
-                    .div_ceil(limits.max_concurrency.max(1) as usize);
-                t = send + slowest * u32::try_from(rounds).unwrap_or(u32::MAX);
+                t = send + step_time(step, lat, limits.max_concurrency);
             }
         }
         path = path.max(t);
@@ -129,6 +120,24 @@ pub fn lower_bound(workload: &Workload, limits: &Limits) -> LowerBound {
             lat.read,
         ),
     }
+}
+
+/// The least time a step's calls can take with at most `max_concurrency` in flight: the
+/// slowest call's latency, and, since some slot of the `max_concurrency` carries at least
+/// `k = ceil(calls / max_concurrency)` calls one after another, the sum of the `k` shortest
+/// latencies. (The slowest latency times `k` is not a bound when latencies differ: one slow
+/// call beside 100 fast ones overlaps the fast second round.)
+fn step_time(
+    step: &super::workload::Step,
+    lat: crate::server::Latency,
+    max_concurrency: u32,
+) -> Duration {
+    let mut lats: Vec<Duration> = step.calls.iter().map(|c| lat.of(c.kind)).collect();
+    lats.sort_unstable();
+    let slowest = lats.last().copied().unwrap_or_default();
+    let k = lats.len().div_ceil(max_concurrency.max(1) as usize);
+    let one_slot: Duration = lats.iter().take(k).sum();
+    slowest.max(one_slot)
 }
 
 /// Earliest answer to `amount` units at `per_window` per `window`: the last unit is sent no

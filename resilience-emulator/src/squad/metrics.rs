@@ -25,7 +25,7 @@ pub struct Metrics {
     pub p0_wait_p50_s: f64,
     /// 95th percentile of the same (nearest rank).
     pub p0_wait_p95_s: f64,
-    /// `lower_bound_s / completion_s`.
+    /// `lower_bound_s / completion_s` if every task finished, else 0.
     pub goodput_ratio: f64,
     /// See [`lower_bound`](super::bound::lower_bound).
     pub lower_bound_s: f64,
@@ -73,7 +73,9 @@ pub fn measure(
             .as_secs_f64(),
         p0_wait_p50_s: percentile(&p0_waits, 0.50).as_secs_f64(),
         p0_wait_p95_s: percentile(&p0_waits, 0.95).as_secs_f64(),
-        goodput_ratio: if completion.is_zero() {
+        // Abandoned work has no time to finish: a run that gives up early must not score
+        // above one that does the work (the bound is for the whole workload).
+        goodput_ratio: if completion.is_zero() || records.tasks.iter().any(|t| !t.finished) {
             0.0
         } else {
             lower.as_secs_f64() / completion.as_secs_f64()
@@ -113,13 +115,14 @@ pub fn merged(lockouts: &[Lockout]) -> Vec<(Duration, Duration)> {
 }
 
 /// Most requests in a 100 ms window starting at a request within [`HERD_WINDOW`] after the
-/// end of any lockout.
+/// end of any lockout (both ends included).
 pub fn herd_peak(log: &[LogEntry], lockouts: &[Lockout]) -> u64 {
     let times: Vec<Duration> = log.iter().map(|e| e.at).collect();
     let mut peak = 0;
     for (_, end) in merged(lockouts) {
         let from = times.partition_point(|t| *t < end);
-        let to = times.partition_point(|t| *t < end + HERD_WINDOW);
+        // "Within 60 s after": a window may start at `end + HERD_WINDOW` itself.
+        let to = times.partition_point(|t| *t <= end + HERD_WINDOW);
         for i in from..to {
             let n = times[i..].partition_point(|t| *t < times[i] + HERD_BUCKET);
             peak = peak.max(n as u64);
@@ -224,9 +227,65 @@ mod tests {
         assert_eq!(herd_peak(&log, &lockouts), 4);
         // Requests before the end, or more than 60 s after it, are not the herd.
         log.insert(0, entry(ms(999), Priority::P1, Outcome::Served));
-        log.extend((0..9).map(|_| entry(ms(61_000), Priority::P1, Outcome::Served)));
+        log.extend((0..9).map(|_| entry(ms(61_001), Priority::P1, Outcome::Served)));
         assert_eq!(herd_peak(&log, &lockouts), 4);
         assert_eq!(herd_peak(&log, &[]), 0);
+    }
+
+    #[test]
+    fn squad_herd_window_includes_the_instant_60_s_after_the_block() {
+        // The outage's block ends at 540 s and the naive squad's reconciliation tick flushes
+        // its given-up steps at 600 s, exactly `HERD_WINDOW` later: "within 60 s after".
+        let lockouts = [Lockout {
+            start: ms(480_000),
+            end: ms(540_000),
+            cause: LockoutCause::Scripted,
+        }];
+        let log: Vec<_> = [558_459, 600_000, 600_000, 600_000, 600_050]
+            .into_iter()
+            .map(|t| entry(ms(t), Priority::P1, Outcome::Served))
+            .collect();
+        assert_eq!(herd_peak(&log, &lockouts), 4);
+        // A window starting after that instant is not the herd.
+        let late: Vec<_> = [600_001, 600_002]
+            .into_iter()
+            .map(|t| entry(ms(t), Priority::P1, Outcome::Served))
+            .collect();
+        assert_eq!(herd_peak(&late, &lockouts), 0);
+    }
+
+    #[test]
+    fn squad_goodput_is_not_earned_by_abandoning_tasks() {
+        use crate::squad::driver::TaskRecord;
+        let secs = Duration::from_secs;
+        let bound = LowerBound {
+            path: secs(100),
+            points: Duration::ZERO,
+            content_minute: Duration::ZERO,
+            content_hour: Duration::ZERO,
+            primary: Duration::ZERO,
+        };
+        let task = |finished, end| TaskRecord {
+            agent: "a".into(),
+            name: "t".into(),
+            finished,
+            end,
+        };
+        // A scheduler that gives up after 10 s (a workload with no reconciliation loop).
+        let gave_up = Records {
+            calls: vec![],
+            tasks: vec![task(false, secs(10))],
+        };
+        let m = measure(&[], &[], &gave_up, &bound);
+        assert_eq!(m.unfinished_tasks, 1);
+        assert!(m.goodput_ratio <= 1.0, "{m:#?}");
+        assert_eq!(m.goodput_ratio, 0.0);
+        // Finished work is scored as before.
+        let done = Records {
+            calls: vec![],
+            tasks: vec![task(true, secs(125))],
+        };
+        assert_eq!(measure(&[], &[], &done, &bound).goodput_ratio, 0.8);
     }
 
     /// One P0 call, wanted at 100 ms and sent at 500 ms.
