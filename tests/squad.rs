@@ -102,6 +102,15 @@ fn g8_incident_governed_squad_gets_no_rate_limited_response() {
     });
 }
 
+/// No P0 call of the incident waits a second, the longest included (the percentiles, per
+/// call, cannot see one stalled step: `resilience-emulator/tests/p0_wait.rs`).
+#[test]
+fn g1_g2_incident_governed_p0_calls_never_wait_a_second() {
+    each(Scenario::Incident, Side::Governed, |seed, _, m| {
+        assert!(m.p0_wait_max_s <= 1.0, "seed {seed}: {m:#?}");
+    });
+}
+
 /// The targets both scenarios share: no inversions, P0 p95 ≤ 1 s, ≤ 3 requests per 100 ms
 /// after any block, goodput ≥ 0.95, every task finished.
 fn meets_the_shared_targets(scenario: Scenario) {
@@ -226,7 +235,7 @@ fn goodput_is_lower_bound_over_completion_and_at_most_one() {
 }
 
 #[test]
-fn json_report_has_the_eleven_metrics_per_side() {
+fn json_report_has_the_thirteen_metrics_per_side() {
     let (naive, governed) = (
         &runs(Scenario::Incident, Side::Naive)[0].1,
         &runs(Scenario::Incident, Side::Governed)[0].1,
@@ -241,6 +250,7 @@ fn json_report_has_the_eleven_metrics_per_side() {
         "longest_lockout_s",
         "p0_wait_p50_s",
         "p0_wait_p95_s",
+        "p0_wait_max_s",
         "goodput_ratio",
         "lower_bound_s",
         "completion_s",

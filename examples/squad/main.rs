@@ -66,6 +66,12 @@ struct Args {
     /// With `--backend redis`: how many worker processes split the 9 agents.
     #[arg(long, default_value_t = 3)]
     processes: usize,
+    /// The emulator restarts a secondary-limit penalty on every request made during it, an
+    /// assumption (GitHub warns that requests made while limited may get an integration
+    /// banned, but does not say this). Turn it off to see how much of the naive side's
+    /// outage comes from it.
+    #[arg(long)]
+    no_penalty_restart: bool,
     /// Internal: run as a worker of `--backend redis` (its job is in `SQUAD_*` variables).
     #[arg(long, hide = true)]
     worker: bool,
@@ -97,7 +103,10 @@ fn run(args: &Args) -> Result<(), RunError> {
         return Err(format!("--speedup must be a positive number, got {}", args.speedup).into());
     }
     let workload = args.scenario.workload(args.seed);
-    let limits = Limits::github();
+    let limits = Limits {
+        extend_penalty_on_blocked_request: !args.no_penalty_restart,
+        ..Limits::github()
+    };
     let redis = args.backend == Backend::Redis;
     if redis && args.virtual_time {
         return Err("--backend redis runs real processes: it cannot use --virtual-time".into());

@@ -25,6 +25,10 @@ pub struct Metrics {
     pub p0_wait_p50_s: f64,
     /// 95th percentile of the same (nearest rank).
     pub p0_wait_p95_s: f64,
+    /// The longest of the same. The percentiles are per call, and a P0 agent's steps run
+    /// one after another: a stall delays the calls of one step only (every later step is
+    /// wanted after it), so a 20-minute stall can leave p95 at 0. This row shows it.
+    pub p0_wait_max_s: f64,
     /// `lower_bound_s / completion_s` if every task finished, else 0.
     pub goodput_ratio: f64,
     /// See [`lower_bound`](super::bound::lower_bound).
@@ -73,6 +77,12 @@ pub fn measure(
             .as_secs_f64(),
         p0_wait_p50_s: percentile(&p0_waits, 0.50).as_secs_f64(),
         p0_wait_p95_s: percentile(&p0_waits, 0.95).as_secs_f64(),
+        p0_wait_max_s: p0_waits
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64(),
         // Abandoned work has no time to finish: a run that gives up early must not score
         // above one that does the work (the bound is for the whole workload).
         goodput_ratio: if completion.is_zero() || records.tasks.iter().any(|t| !t.finished) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// The side-by-side table of the naive and governed runs.
 pub fn table(naive: &Metrics, governed: &Metrics) -> String {
-    let rows: [(&str, String, String); 12] = [
+    let rows: [(&str, String, String); 13] = [
         (
             "requests",
             naive.requests.to_string(),
@@ -32,6 +32,11 @@ pub fn table(naive: &Metrics, governed: &Metrics) -> String {
             "P0 wait p95",
             secs(naive.p0_wait_p95_s),
             secs(governed.p0_wait_p95_s),
+        ),
+        (
+            "P0 wait max",
+            secs(naive.p0_wait_max_s),
+            secs(governed.p0_wait_max_s),
         ),
         (
             "priority inversions (P2 admitted while P0 waits)",
