@@ -31,7 +31,7 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 6
+local PROTO = 7
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -264,11 +264,15 @@ local function join()
         fly(spent)
         redis.call('HDEL', K_H, hk)
         publish()
-      elseif s.rebuilt == s.win and v_reset == s.reset_at
+      elseif s.rebuilt == s.win and v_reset > now
           and redis.call('SISMEMBER', K_R, node) == 0 then
-        -- Rebuild: the node keeps what it still holds (already outside every pool it saw).
-        adopt = math.max(0, local_res)
+        -- Rebuild. Any node's view of a live window may be the newest one (a node that read
+        -- a reset header the rebuilder never heard of names another reset): the pool is the
+        -- lowest any of them saw.
         s.pool = math.min(s.pool, math.max(0, v_pool))
+        -- The node keeps what it still holds (already outside every pool it saw), if its
+        -- view is of the rebuilt window.
+        if v_reset == s.reset_at then adopt = math.max(0, local_res) end
       end
     end
     if s.rebuilt == s.win then

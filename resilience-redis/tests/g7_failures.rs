@@ -1,0 +1,313 @@
+//! G7 failure paths against a real redis-server: connections that hang instead of closing,
+//! bad URLs and credentials, Redis coming back empty while processes hold grants and
+//! offline spending.
+
+mod common;
+
+use common::node::{cfg, go, quota, MS};
+use common::server::{prefix, server, skip, RedisServer};
+use resilience_core::governor::{Observation, Priority};
+use resilience_redis::{
+    LinkState, OnLoss, QuotaDecision, RedisQuota, RedisQuotaError, SharedQuota,
+};
+use std::time::{Duration, Instant};
+
+/// The server's pid, from `INFO server`.
+fn pid(srv: &RedisServer) -> String {
+    let info = srv.cmd("INFO server").expect("info");
+    info.lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .expect("process_id")
+        .trim()
+        .to_owned()
+}
+
+fn signal(pid: &str, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Resumes a stopped redis-server when dropped (so a failing test still cleans up: the
+/// server's own drop then kills it).
+struct Paused(String);
+
+impl Paused {
+    fn stop(srv: &RedisServer) -> Self {
+        let p = pid(srv);
+        signal(&p, "-STOP");
+        Self(p)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        signal(&self.0, "-CONT");
+    }
+}
+
+/// A loopback listener that accepts connections and answers each with `reply` (nothing if
+/// empty), keeping the socket open; its port.
+async fn fake_server(reply: &'static [u8]) -> (u16, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut s, _)) = l.accept().await {
+            let mut buf = [0_u8; 1024];
+            let _ = tokio::time::timeout(MS(200), s.read(&mut buf)).await;
+            if !reply.is_empty() {
+                let _ = s.write_all(reply).await;
+            }
+            held.push(s);
+        }
+    });
+    (port, task)
+}
+
+async fn connect_error(url: &str) -> (RedisQuotaError, Duration) {
+    let t = Instant::now();
+    let e = tokio::time::timeout(
+        Duration::from_secs(10),
+        RedisQuota::connect(cfg(url, "p", "n")),
+    )
+    .await
+    .expect("connect hung for 10 s")
+    .expect_err("connected to something that is not Redis");
+    (e, t.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_connect_to_a_port_that_never_answers_fails_in_time_naming_the_url() {
+    let (port, task) = fake_server(b"").await;
+    let url = format!("redis://bob:pa55word@127.0.0.1:{port}/0");
+    let (e, took) = connect_error(&url).await;
+    let text = e.to_string();
+    assert!(matches!(e, RedisQuotaError::Connect { .. }), "{e:?}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        text.contains(&format!("redis://bob:***@127.0.0.1:{port}/0")),
+        "{text}"
+    );
+    assert!(!text.contains("pa55word"), "{text}");
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_connect_to_a_non_redis_port_fails_in_time_naming_the_url() {
+    let (port, task) = fake_server(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+    let url = format!("redis://:pa55word@127.0.0.1:{port}");
+    let (e, took) = connect_error(&url).await;
+    let text = e.to_string();
+    assert!(matches!(e, RedisQuotaError::Connect { .. }), "{e:?}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        text.contains(&format!("redis://***@127.0.0.1:{port}")),
+        "{text}"
+    );
+    assert!(!text.contains("pa55word"), "{text}");
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_connect_with_a_wrong_password_or_a_bad_url_never_shows_the_password() {
+    let Some(srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can configure: RESILIENCE_REDIS_URL is set");
+    }
+    srv.cmd("CONFIG SET requirepass right-one")
+        .expect("requirepass");
+    let host = srv.url.trim_start_matches("redis://").to_owned();
+    for url in [
+        format!("redis://:wr0ngpass@{host}"),
+        format!("redis://default:wr0ngpass@{host}/0"),
+        format!("redis://ghost:wr0ngpass@{host}"),
+        format!("redis://{host}"),
+        "redis://default:wr0ngpass@127.0.0.1:99999".to_owned(),
+        "redis://default:wr0ngpass@[::1".to_owned(),
+        "redis://default:wr0ngpass@127.0.0.1:6379/notadb".to_owned(),
+        "http://default:wr0ngpass@127.0.0.1:6379".to_owned(),
+        "redis://default:wr0ngpass@127.0.0.1:1/0?password=wr0ngpass".to_owned(),
+    ] {
+        let (e, took) = connect_error(&url).await;
+        let text = e.to_string();
+        assert!(matches!(e, RedisQuotaError::Connect { .. }), "{url}: {e:?}");
+        assert!(took < Duration::from_secs(3), "{url}: took {took:?}");
+        assert!(!text.contains("wr0ngpass"), "{url}: {text}");
+        assert!(!format!("{e:?}").contains("wr0ngpass"), "{url}: {e:?}");
+    }
+}
+
+/// Waits until `r` is connected again, nudging it with snapshots.
+async fn rejoined(r: &RedisQuota, q: &SharedQuota) {
+    let t = Instant::now();
+    let _ = q.snapshot().await;
+    while r.link_state() != LinkState::Connected {
+        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+        tokio::time::sleep(MS(50)).await;
+        let _ = q.snapshot().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_redis_that_hangs_without_closing_bounds_every_acquire_and_is_rejoined() {
+    let Some(srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can pause: RESILIENCE_REDIS_URL is set");
+    }
+    for on_loss in [OnLoss::Degraded, OnLoss::FailClosed] {
+        let c = cfg(&srv.url, &prefix("hang"), "a")
+            .reserve_share_permille(200)
+            .on_loss(on_loss);
+        let (r, q) = quota(c, 100, MS(60_000)).await;
+        let _ = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
+        let paused = Paused::stop(&srv);
+        // Every acquire returns within the I/O timeout (300 ms) plus slack, never hangs.
+        for i in 0..5 {
+            let t = Instant::now();
+            let d = tokio::time::timeout(Duration::from_secs(3), q.try_acquire(1, Priority::P1))
+                .await
+                .unwrap_or_else(|_| panic!("{on_loss:?}: acquire {i} hung"));
+            assert!(
+                t.elapsed() < MS(1_500),
+                "{on_loss:?}: {i} took {:?}",
+                t.elapsed()
+            );
+            match (on_loss, d) {
+                (OnLoss::Degraded, Ok(QuotaDecision::Go(g))) => assert!(g.is_offline()),
+                (OnLoss::FailClosed, Err(RedisQuotaError::Unavailable { .. })) => {}
+                (_, other) => panic!("{on_loss:?}: {other:?}"),
+            }
+            let t = Instant::now();
+            let s = tokio::time::timeout(Duration::from_secs(3), q.snapshot())
+                .await
+                .expect("snapshot hung");
+            assert!(s.is_ok(), "{s:?}");
+            assert!(t.elapsed() < MS(1_500), "snapshot took {:?}", t.elapsed());
+        }
+        let t = Instant::now();
+        let _ = tokio::time::timeout(Duration::from_secs(3), q.acquire(1, Priority::P0))
+            .await
+            .expect("a P0 acquire hung");
+        assert!(t.elapsed() < MS(1_500), "took {:?}", t.elapsed());
+        drop(paused);
+        rejoined(&r, &q).await;
+        let _ = go(q.try_acquire(1, Priority::P1).await.expect("after"));
+    }
+}
+
+/// Wall-clock time since the epoch, for writing `x-ratelimit-reset` headers.
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_rebuild_takes_the_lowest_pool_even_from_a_node_that_knew_a_later_reset() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("rebuild-reset");
+    let one_hour = MS(3_600_000);
+    let (ra, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(0),
+        1_000,
+        one_hour,
+    )
+    .await;
+    let (rb, b) = quota(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        1_000,
+        one_hour,
+    )
+    .await;
+    // a anchors the window (reset an hour from now) and hears nothing more.
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
+    a.release(g).await.expect("release");
+    assert_eq!(a.snapshot().await.expect("a").pool, 1_000);
+    // b's response says the upstream window resets in 20 min with 100 left.
+    let g = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+    let reset = (unix_now() + MS(1_200_000)).as_secs().to_string();
+    let reading = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "100"),
+            ("x-ratelimit-reset", reset.as_str()),
+        ],
+    );
+    b.observe(Some(g), &reading).await.expect("observe");
+    let seen_by_b = b.snapshot().await.expect("b").pool;
+    assert!(seen_by_b <= 100, "{seen_by_b}");
+    // Redis comes back empty; a (whose view is older) rejoins first, then b.
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    rejoined(&rb, &b).await;
+    let s = b.snapshot().await.expect("snapshot");
+    assert!(
+        s.pool <= seen_by_b,
+        "the rebuilt pool ({}) is above what b knew was left ({seen_by_b}): {s:?}",
+        s.pool
+    );
+}
+
+/// Takes every unit `q` can get now (pool or reservation, waiting out a rebuild), counting.
+async fn drain(q: &SharedQuota) -> u64 {
+    let mut n = 0;
+    let t = Instant::now();
+    loop {
+        match q.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(_g)) => n += 1,
+            Ok(QuotaDecision::Wait(w)) => match w.reason {
+                resilience_redis::QuotaWaitReason::Exhausted => return n,
+                _ => tokio::time::sleep(w.delay.min(MS(50))).await,
+            },
+            Err(RedisQuotaError::Unavailable { .. }) => return n,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "never drained");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_two_degraded_nodes_rejoining_an_empty_redis_spend_no_more_than_the_window() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("two-degraded");
+    let limit = 100;
+    let c = |n| {
+        cfg(&srv.url, &p, n)
+            .reserve_share_permille(500)
+            .express(None, 1)
+    };
+    let (ra, a) = quota(c("a"), limit, MS(60_000)).await;
+    let (rb, b) = quota(c("b"), limit, MS(60_000)).await;
+    let mut spent = 0;
+    for q in [&a, &b] {
+        for _ in 0..5 {
+            let _ = go(q.try_acquire(1, Priority::P1).await.expect("before"));
+            spent += 1;
+        }
+    }
+    srv.kill();
+    for q in [&a, &b] {
+        spent += drain(q).await; // everything each may spend offline
+    }
+    srv.restart();
+    rejoined(&ra, &a).await;
+    rejoined(&rb, &b).await;
+    for q in [&a, &b, &a] {
+        spent += drain(q).await;
+    }
+    assert!(spent <= limit, "{spent} granted in a window of {limit}");
+}
