@@ -273,6 +273,10 @@ local function join()
         -- The node keeps what it still holds (already outside every pool it saw), if its
         -- view is of the rebuilt window.
         if v_reset == s.reset_at then adopt = math.max(0, local_res) end
+        -- What it spent offline came from its reservation, outside every pool: granted, and
+        -- maybe still in flight.
+        s.ledger = s.ledger + spent_off
+        fly(spent_off)
       end
     end
     if s.rebuilt == s.win then

@@ -259,6 +259,61 @@ async fn g7_a_rebuild_takes_the_lowest_pool_even_from_a_node_that_knew_a_later_r
     );
 }
 
+/// Spends `n` units offline (Redis lost): the grants, kept unsettled (their calls may still
+/// be on their way).
+async fn spend_offline(q: &SharedQuota, n: usize) -> Vec<resilience_redis::QuotaGrant> {
+    let mut offline = Vec::new();
+    let t = Instant::now();
+    while offline.len() < n {
+        match q.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) if g.is_offline() => offline.push(g),
+            Ok(QuotaDecision::Go(_)) => {} // sent before the loss was seen
+            other => panic!("{other:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "never went offline");
+    }
+    offline
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_offline_spending_reported_to_a_rebuilt_state_counts_as_in_flight() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("rebuild-flight");
+    let (ra, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(500),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let (rb, b) = quota(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let anchor = go(b.try_acquire(1, Priority::P1).await.expect("anchor"));
+    b.release(anchor).await.expect("release");
+    // a knows the window: it rebuilds it when Redis comes back empty.
+    assert!(a.snapshot().await.expect("a").reset_in.is_some());
+    srv.kill();
+    // Cut off, a spends 3 of its reservation offline; Redis comes back empty.
+    let offline = spend_offline(&a, 3).await;
+    srv.restart();
+    rejoined(&ra, &a).await;
+    rejoined(&rb, &b).await;
+    // a's 3 offline calls may still be on their way: a reading of b's call, made after
+    // them, must not count them as left.
+    let probe = go(b.try_acquire(1, Priority::P1).await.expect("probe"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "90")]);
+    b.observe(Some(probe), &reading).await.expect("observe");
+    let s = b.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 90 - 3 - s.reserved_total - s.held, "{s:?}");
+    drop(offline);
+}
+
 /// Takes every unit `q` can get now (pool or reservation, waiting out a rebuild), counting.
 async fn drain(q: &SharedQuota) -> u64 {
     let mut n = 0;
