@@ -96,7 +96,10 @@
 //! If Redis comes back *without its data* (no persistence, a failover to an empty replica),
 //! the first process that knew a live window rebuilds it conservatively: the lowest pool any
 //! process reports, the pool closed (reservations only) until every process it knew has
-//! rejoined, or one lease TTL has passed.
+//! rejoined, or one lease TTL has passed. If a process that knew none got there first (new,
+//! or silent since before the window's first grant), the state it made becomes that rebuild
+//! when the first process that knew the window rejoins, what it granted meanwhile counted
+//! against that process's pool.
 //!
 //! # Use
 //!

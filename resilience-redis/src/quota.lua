@@ -264,8 +264,23 @@ local function join()
         fly(spent)
         redis.call('HDEL', K_H, hk)
         publish()
-      elseif s.rebuilt == s.win and v_reset > now
-          and redis.call('SISMEMBER', K_R, node) == 0 then
+      elseif v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
+          and (s.rebuilt == s.win or (epoch < s.born * 1000 and s.win == s.born * 1000)) then
+        if s.rebuilt ~= s.win then
+          -- A lease of a state Redis has lost, and a view of a live window, while the state
+          -- that replaced it was made by a node that knew none (it joined before the
+          -- window's first grant and heard nothing since, or is new): rebuild now. What
+          -- this state has granted or set aside counts against the pool the node saw; the
+          -- window ends no later than the node knew; the pool stays closed until the nodes
+          -- it knew have rejoined (the nodes already here count as rejoined).
+          s.pool = math.max(0, math.min(s.pool, v_pool - (s.limit - s.pool)))
+          if s.reset_at == 0 or v_reset < s.reset_at then s.reset_at = v_reset end
+          s.rebuilt = s.win
+          s.recover_until, recovering = now + ttl, true
+          s.expect = v_members
+          local here = redis.call('HKEYS', K_L)
+          for _, n in ipairs(here) do redis.call('SADD', K_R, n) end
+        end
         -- Rebuild. Any node's view of a live window may be the newest one (a node that read
         -- a reset header the rebuilder never heard of names another reset): the pool is the
         -- lowest any of them saw.

@@ -366,3 +366,44 @@ async fn g7_two_degraded_nodes_rejoining_an_empty_redis_spend_no_more_than_the_w
     }
     assert!(spent <= limit, "{spent} granted in a window of {limit}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_node_that_knew_no_live_window_reaching_an_empty_redis_first_does_not_reopen_it() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
+    }
+    // First back: a node that joined before the window's first grant and has said nothing
+    // since, or a process started while Redis was away.
+    for newcomer in [false, true] {
+        let p = prefix("rebuild-late");
+        let limit = 100;
+        let url = srv.url.clone();
+        let node = |n| cfg(&url, &p, n).reserve_share_permille(0);
+        let (ra, a) = quota(node("a"), limit, MS(60_000)).await;
+        let (rb, b) = quota(node("b"), limit, MS(60_000)).await;
+        let mut spent = 0;
+        for _ in 0..60 {
+            let _ = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+            spent += 1;
+        }
+        assert_eq!(b.snapshot().await.expect("b").pool, 40);
+        srv.kill();
+        srv.restart();
+        let (_rc, c) = if newcomer {
+            quota(node("c"), limit, MS(60_000)).await
+        } else {
+            rejoined(&ra, &a).await;
+            (ra.clone(), a.clone())
+        };
+        rejoined(&rb, &b).await;
+        rejoined(&ra, &a).await;
+        for q in [&c, &b, &a, &c] {
+            spent += drain(q).await;
+        }
+        assert!(
+            spent <= limit,
+            "newcomer {newcomer}: {spent} granted in a window of {limit}"
+        );
+    }
+}
