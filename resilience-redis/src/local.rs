@@ -136,8 +136,9 @@ impl Local {
                 self.leaving = false;
             }
             if r.window != self.window {
-                // Offline spending of an older window says nothing about this one.
-                self.offline_unreported = 0;
+                // Offline spending not yet reported is still reported: it may have been
+                // spent past a reset this process was not told of, in this window (the
+                // server takes it from what it carried over for that, or this window).
                 self.uncertain = 0;
                 self.window = r.window;
             }

@@ -407,3 +407,65 @@ async fn g7_a_node_that_knew_no_live_window_reaching_an_empty_redis_first_does_n
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_degraded_node_that_missed_an_earlier_reset_does_not_spend_into_the_next_window() {
+    let Some(srv) = server() else { return };
+    let p = prefix("moved-reset");
+    let limit = 100;
+    let proxy = common::proxy::Proxy::start(&srv.url).await;
+    // a reaches Redis through the proxy, b directly.
+    let a_cfg = cfg(&proxy.url, &p, "a")
+        .reserve_share_permille(500)
+        .lease_ttl(MS(10_000))
+        .express(None, 1);
+    let (ra, a) = quota(a_cfg, limit, MS(60_000)).await;
+    let (_rb, b) = quota(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        limit,
+        MS(60_000),
+    )
+    .await;
+    let g = go(b.try_acquire(1, Priority::P1).await.expect("anchor"));
+    // a knows the window: it ends a minute from now.
+    assert!(a.snapshot().await.expect("a").reset_in > Some(MS(50_000)));
+    proxy.cut();
+    // Cut off from Redis, a misses b's reading: upstream resets in 2-3 s.
+    let reset = unix_now().as_secs() + 3;
+    let reading = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "40".to_owned()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ],
+    );
+    b.observe(Some(g), &reading).await.expect("observe");
+    while unix_now().as_secs() < reset {
+        tokio::time::sleep(MS(50)).await;
+    }
+    // The upstream window is new. Everything granted from now on is spent in it.
+    let mut spent = drain(&b).await;
+    spent += drain(&a).await;
+    assert!(spent <= limit, "{spent} granted in a window of {limit}");
+    // a comes back and reports; what it was held back for and did not spend returns to the
+    // pool once its old lease would have expired, and nothing more.
+    proxy.restore();
+    rejoined(&ra, &a).await;
+    let t = Instant::now();
+    loop {
+        let s = b.snapshot().await.expect("b");
+        if s.held == 0 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "the carried share never returned: {s:?}"
+        );
+        tokio::time::sleep(MS(200)).await;
+    }
+    for q in [&b, &a] {
+        spent += drain(q).await;
+    }
+    assert!(spent <= limit, "{spent} granted in a window of {limit}");
+    assert!(spent >= limit - 2, "{spent}: quota lost for good");
+}
