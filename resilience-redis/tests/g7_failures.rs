@@ -469,3 +469,43 @@ async fn g7_a_degraded_node_that_missed_an_earlier_reset_does_not_spend_into_the
     assert!(spent <= limit, "{spent} granted in a window of {limit}");
     assert!(spent >= limit - 2, "{spent}: quota lost for good");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_leave_that_never_reached_redis_does_not_shut_the_local_share_for_good() {
+    let Some(srv) = server() else { return };
+    // The leave is not sent (the loss was already seen), or sent into a cut connection.
+    for seen in [true, false] {
+        let p = prefix("lost-leave");
+        let proxy = common::proxy::Proxy::start(&srv.url).await;
+        let (ra, a) = quota(
+            cfg(&proxy.url, &p, "a").reserve_share_permille(200),
+            100,
+            MS(60_000),
+        )
+        .await;
+        let _ = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
+        proxy.cut();
+        if seen {
+            let _ = a.try_acquire(1, Priority::P1).await;
+        }
+        // The leave cannot reach Redis: the lease and its reservation stay there.
+        assert_eq!(
+            a.leave().await.expect("leave"),
+            resilience_redis::Settled::Local
+        );
+        proxy.restore();
+        rejoined(&ra, &a).await;
+        let s = a.snapshot().await.expect("snapshot");
+        assert!(s.reserved > 0, "{s:?}");
+        // Still a member with a reservation: cut off again, it may spend it.
+        proxy.cut();
+        let _ = a.try_acquire(1, Priority::P1).await; // notices the loss
+        match a.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) => assert!(g.is_offline()),
+            other => panic!(
+                "seen {seen}: its reservation ({}) is shut: {other:?}",
+                s.reserved
+            ),
+        }
+    }
+}
