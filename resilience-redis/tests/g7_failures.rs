@@ -134,6 +134,11 @@ async fn g7_connect_with_a_wrong_password_or_a_bad_url_never_shows_the_password(
         "redis://default:wr0ngpass@127.0.0.1:6379/notadb".to_owned(),
         "http://default:wr0ngpass@127.0.0.1:6379".to_owned(),
         "redis://default:wr0ngpass@127.0.0.1:1/0?password=wr0ngpass".to_owned(),
+        "rediss://default:wr0ngpass@127.0.0.1:1".to_owned(),
+        "redis+unix:///nonexistent/redis.sock?pass=wr0ngpass".to_owned(),
+        "unix:///nonexistent/redis.sock?user=u&pass=wr0ngpass".to_owned(),
+        "redis://default:wr0ngpass@x@127.0.0.1:1".to_owned(),
+        "wr0ngpass".to_owned(),
     ] {
         let (e, took) = connect_error(&url).await;
         let text = e.to_string();
