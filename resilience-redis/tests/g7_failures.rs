@@ -629,3 +629,45 @@ async fn g7_a_reply_lost_after_the_script_ran_is_not_spent_twice() {
         assert!(used + 3 >= limit, "{lost}: only {used} of {limit} granted");
     }
 }
+
+/// Asks at P1 until a P0 acquire goes through the express lane; `false` after 2 s.
+async fn express_open(q: &SharedQuota) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        let _ = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
+        if q.acquire(1, Priority::P0).await.expect("P0").is_express() {
+            return true;
+        }
+        tokio::time::sleep(MS(20)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_a_block_set_while_the_subscription_is_closed_still_shuts_the_express_lane() {
+    let Some(srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can configure: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("xkill");
+    let c = |n| cfg(&srv.url, &p, n).reserve_share_permille(500);
+    let (_ra, a) = quota(c("a"), 1_000, MS(60_000)).await;
+    let (_rb, b) = quota(c("b"), 1_000, MS(60_000)).await;
+    assert!(express_open(&a).await, "a's express lane opened");
+    for round in 0..3 {
+        // Every subscription is closed by the server; b's block is published to no one.
+        let killed = srv.cmd("CLIENT KILL TYPE pubsub").unwrap_or_default();
+        assert!(!killed.starts_with('-'), "{killed}");
+        let g = go(b.try_acquire(1, Priority::P1).await.expect("acquire"));
+        let limited = Observation::from_headers(429, [("retry-after", "1")]);
+        b.observe(Some(g), &limited).await.expect("observe");
+        for _ in 0..10 {
+            match a.acquire_within(1, Priority::P0, Some(MS(100))).await {
+                Err(RedisQuotaError::WaitTooLong { .. }) => {}
+                other => panic!("round {round}: a P0 acquire during the block: {other:?}"),
+            }
+            tokio::time::sleep(MS(30)).await;
+        }
+        tokio::time::sleep(MS(1_000)).await;
+    }
+}
