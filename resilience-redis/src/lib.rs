@@ -93,10 +93,19 @@
 //! reports or the window ends. With [`OnLoss::FailClosed`] nothing can be spent offline, so
 //! an expired lease's reservation returns to the pool at once.
 //!
+//! For the same reason, when a window ends earlier than some process was told (another
+//! process read a reset header while it was cut off), what that process may spend unreported
+//! (its reservation in degraded mode, else the express allowance) is carried into the new
+//! window as held: its report is paid from it, and the rest returns to the pool once every
+//! such lease would have expired (at most one lease TTL after the reset).
+//!
 //! If Redis comes back *without its data* (no persistence, a failover to an empty replica),
 //! the first process that knew a live window rebuilds it conservatively: the lowest pool any
 //! process reports, the pool closed (reservations only) until every process it knew has
-//! rejoined, or one lease TTL has passed.
+//! rejoined, or one lease TTL has passed. If a process that knew none got there first (new,
+//! or silent since before the window's first grant), the state it made becomes that rebuild
+//! when the first process that knew the window rejoins, what it granted meanwhile counted
+//! against that process's pool.
 //!
 //! # Use
 //!

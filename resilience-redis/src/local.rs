@@ -68,6 +68,10 @@ pub(crate) struct Local {
     /// `leave` call's report holds everything the lane spent (the server returns the whole
     /// reservation on leave).
     leaving: bool,
+    /// The connection the `leave` went out on (`None`: not sent). A reply on a newer one
+    /// that still names this lease shows the server settled the leave without ending it
+    /// (its reply was lost before it ran): the lease is ours again.
+    leave_conn: Option<u64>,
 }
 
 impl Local {
@@ -136,8 +140,9 @@ impl Local {
                 self.leaving = false;
             }
             if r.window != self.window {
-                // Offline spending of an older window says nothing about this one.
-                self.offline_unreported = 0;
+                // Offline spending not yet reported is still reported: it may have been
+                // spent past a reset this process was not told of, in this window (the
+                // server takes it from what it carried over for that, or this window).
                 self.uncertain = 0;
                 self.window = r.window;
             }
@@ -168,6 +173,14 @@ impl Local {
                 // older reply, which teaches nothing, leaves the lane shut).
                 self.block_heard = None;
             }
+        }
+        if self.leaving
+            && r.epoch != 0
+            && r.epoch == self.epoch
+            && self.leave_conn.is_some_and(|g| t.conn > g)
+        {
+            self.leaving = false;
+            self.leave_conn = None;
         }
         if r.epoch != 0 && r.epoch == self.epoch {
             // The lease was renewed no earlier than the request was sent.
@@ -224,6 +237,19 @@ impl Local {
     /// Shuts the express lane until a new lease: call before sending `leave`.
     pub fn start_leaving(&mut self) {
         self.leaving = true;
+        self.leave_conn = None;
+    }
+
+    /// The `leave` goes out on connection `conn`.
+    pub fn leave_sent(&mut self, conn: u64) {
+        self.leave_conn = Some(conn);
+    }
+
+    /// The `leave` could not be sent (no connection): the lease stays ours.
+    pub fn leave_unsent(&mut self) {
+        if self.leave_conn.is_none() {
+            self.leaving = false;
+        }
     }
 
     /// Another process set or extended a block (pub/sub): shut the express lane until a
@@ -387,6 +413,25 @@ mod tests {
             Err(OfflineRefusal::NoShare)
         );
         l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN); // rejoined: a new lease
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
+    }
+
+    #[test]
+    fn g7_a_leave_settled_without_ending_the_lease_gives_it_back() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        l.start_leaving();
+        l.leave_sent(1);
+        // A reply on the leave's connection may predate it: still leaving.
+        l.apply(&reply(11, 5, 20), at(&clock, 1), 0, MARGIN);
+        assert!(l.offline_acquire(1, clock.now()).is_err());
+        // That connection is closed; a newer one still names the lease: the leave never ran.
+        l.apply(&reply(12, 5, 20), at(&clock, 2), 0, MARGIN);
+        assert!(l.offline_acquire(1, clock.now()).is_ok());
+        // A leave that could not be sent at all gives nothing up either.
+        l.start_leaving();
+        l.leave_unsent();
         assert!(l.offline_acquire(1, clock.now()).is_ok());
     }
 

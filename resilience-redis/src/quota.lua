@@ -31,7 +31,7 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 6
+local PROTO = 7
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -68,7 +68,8 @@ if not s.limit then
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
-    fl4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0}
+    fl4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
+    carry_until = 0}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -150,11 +151,15 @@ local function settle_report(l)
   l.reserved = l.reserved - cut
   s.reserved = s.reserved - cut
   s.ledger = s.ledger + cut
-  local late = math.min(spent_off - cut, keep, s.pool)
+  -- Spent past a reset it was not told of: from the share carried over for that.
+  local carried = math.min(spent_off - cut, s.carry)
+  s.carry, s.held = s.carry - carried, s.held - carried
+  s.ledger = s.ledger + carried
+  local late = math.min(spent_off - cut - carried, keep, s.pool)
   s.pool = s.pool - late
   s.ledger = s.ledger + late
   -- Their calls may still be on their way; nothing names them to settle them later.
-  fly(cut + late)
+  fly(cut + carried + late)
 end
 
 -- A lease: epoch, reservation, the window it belongs to, hold (the most its holder may
@@ -204,19 +209,39 @@ local function retire(n, l)
   s.members = math.max(0, s.members - 1)
 end
 
--- A new window: every reservation and held share belonged to the old one.
+-- A new window: every reservation and held share belonged to the old one. But if the reset
+-- came earlier than some holder was told (a reset header moved it), that holder may go on
+-- spending what it may spend unreported (its hold: all of its reservation in degraded mode,
+-- the express allowance) past the real reset, in this window: that much is carried over as
+-- held, taken by its reports, and returned to the pool once every such lease would have
+-- expired (a holder stops spending without Redis by then).
 if s.reset_at > 0 and now >= s.reset_at then
+  local moved = s.moved == 1
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
+  s.moved, s.carry, s.carry_until = 0, 0, 0
   redis.call('DEL', K_H, K_R)
   local all = redis.call('HGETALL', K_L)
   for i = 1, #all, 2 do
     local l = decode(all[i + 1])
     if l then
+      local c = math.min(l.hold, l.reserved)
+      if moved and c > 0 and l.exp > now and l.win == s.win - 1 then
+        s.carry = s.carry + c
+        s.carry_until = math.max(s.carry_until, l.exp)
+      end
       l.reserved, l.win = 0, s.win
       redis.call('HSET', K_L, all[i], encode(l))
     end
   end
+  s.carry = math.min(s.carry, s.limit)
+  s.pool, s.held = s.limit - s.carry, s.carry
+  publish()
+end
+if s.carry > 0 and now >= s.carry_until then
+  s.pool = math.min(s.limit, s.pool + s.carry)
+  s.held = math.max(0, s.held - s.carry)
+  s.carry = 0
   publish()
 end
 if s.recover_until > 0 and now >= s.recover_until then s.recover_until = 0 end
@@ -264,11 +289,36 @@ local function join()
         fly(spent)
         redis.call('HDEL', K_H, hk)
         publish()
-      elseif s.rebuilt == s.win and v_reset == s.reset_at
-          and redis.call('SISMEMBER', K_R, node) == 0 then
-        -- Rebuild: the node keeps what it still holds (already outside every pool it saw).
-        adopt = math.max(0, local_res)
+      elseif v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
+          and (s.rebuilt == s.win or (epoch < s.born * 1000 and s.win == s.born * 1000)) then
+        if s.rebuilt ~= s.win then
+          -- A lease of a state Redis has lost, and a view of a live window, while the state
+          -- that replaced it was made by a node that knew none (it joined before the
+          -- window's first grant and heard nothing since, or is new): rebuild now. What
+          -- this state has granted or set aside counts against the pool the node saw; the
+          -- window ends no later than the node knew; the pool stays closed until the nodes
+          -- it knew have rejoined (the nodes already here count as rejoined).
+          s.pool = math.max(0, math.min(s.pool, v_pool - (s.limit - s.pool)))
+          if s.reset_at == 0 or v_reset < s.reset_at then
+            s.reset_at, s.moved = v_reset, 1
+          end
+          s.rebuilt = s.win
+          s.recover_until, recovering = now + ttl, true
+          s.expect = v_members
+          local here = redis.call('HKEYS', K_L)
+          for _, n in ipairs(here) do redis.call('SADD', K_R, n) end
+        end
+        -- Rebuild. Any node's view of a live window may be the newest one (a node that read
+        -- a reset header the rebuilder never heard of names another reset): the pool is the
+        -- lowest any of them saw.
         s.pool = math.min(s.pool, math.max(0, v_pool))
+        -- The node keeps what it still holds (already outside every pool it saw), if its
+        -- view is of the rebuilt window.
+        if v_reset == s.reset_at then adopt = math.max(0, local_res) end
+        -- What it spent offline came from its reservation, outside every pool: granted, and
+        -- maybe still in flight.
+        s.ledger = s.ledger + spent_off
+        fly(spent_off)
       end
     end
     if s.rebuilt == s.win then
@@ -427,7 +477,13 @@ elseif op == 'obs' then
     status = 3
   elseif gwin == s.win and not (h_reset > 0 and h_reset <= now) then
     if h_limit > 0 then s.limit = h_limit end
-    if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then s.reset_at = h_reset end
+    if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then
+      -- Earlier than a holder may have been told (a window from its last call, if none
+      -- was anchored then): see the carry at a new window.
+      local told = (s.reset_at > 0) and s.reset_at or (now + s.window)
+      if h_reset < told then s.moved = 1 end
+      s.reset_at = h_reset
+    end
     if h_rem >= 0 then
       local gl, flight = g_ledger, g_flight
       if gl <= 0 then gl, flight = s.ledger, in_flight() end

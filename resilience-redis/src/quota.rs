@@ -234,6 +234,9 @@ impl Inner {
         let (view, report) = {
             let mut l = res.local.lock();
             let report = l.take_report();
+            if op == Op::Leave {
+                l.leave_sent(generation);
+            }
             (l.view(report), report)
         };
         let sent_at = self.clock.now();

@@ -235,7 +235,12 @@ impl SharedQuota {
             l.start_leaving();
             l.epoch
         };
-        self.settle(epoch, Op::Leave).await
+        let settled = self.settle(epoch, Op::Leave).await;
+        if matches!(settled, Ok(Settled::Local)) {
+            // Never sent (no connection): nothing was given up.
+            self.state.local.lock().leave_unsent();
+        }
+        settled
     }
 
     /// The shared state (from Redis; the last known one while it is unreachable).

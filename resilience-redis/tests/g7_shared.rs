@@ -206,11 +206,11 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
     let key = format!("{{{p}:core}}:q");
     // Another build's MessagePack state, then a hash as builds up to protocol 4 kept it.
     let restamp = format!(
-        "EVAL \"local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) s.proto = 7 \
+        "EVAL \"local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) s.proto = 99 \
          redis.call('SET', KEYS[1], cmsgpack.pack(s))\" 1 {key}"
     );
     let cases = [
-        (vec![restamp], "protocol 7", "builds differ"),
+        (vec![restamp], "protocol 99", "builds differ"),
         (
             vec![format!("DEL {key}"), format!("HSET {key} proto 4")],
             "protocol 4 or older",
@@ -229,7 +229,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
             "protocol mismatch",
             key.as_str(),
             &format!("holds {held} state"),
-            "this build speaks 6",
+            "this build speaks 7",
             why,
             "another prefix",
         ] {
