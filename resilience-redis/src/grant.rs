@@ -83,7 +83,12 @@ pub enum QuotaWaitReason {
 /// Wait, then ask again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaWait {
-    /// How long until asking again can succeed (the block's end, the reset, ...).
+    /// How long until asking again can succeed (the block's end, the reset, ...). The same
+    /// for every waiter of one block: a caller that loops on
+    /// [`try_acquire`](crate::SharedQuota::try_acquire) itself should add a draw from its
+    /// priority's G6 window ([`WaitPolicy::windows`](crate::WaitPolicy::windows)) before
+    /// asking again, as [`acquire`](crate::SharedQuota::acquire) does; otherwise every
+    /// such caller, in every process, asks at the same instant (G6: no herd).
     pub delay: Duration,
     /// Why.
     pub reason: QuotaWaitReason,
