@@ -501,7 +501,11 @@ impl ResourceState {
         };
         let slot = u.flights.take_slot(epoch);
         let (calls, cost) = unsettled(u, slot);
-        self.forget_flights(now, calls, cost, 0);
+        if self.timing.ages.end_of(slot.epoch) <= self.window_started {
+            self.forget_flights(now, calls, 0, cost);
+        } else {
+            self.forget_flights(now, calls, cost, 0);
+        }
     }
 
     fn forget_flights(&mut self, now: Nanos, calls: u32, spent: u64, elsewhere: u64) {
