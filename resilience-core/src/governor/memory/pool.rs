@@ -210,12 +210,13 @@ impl Pool {
         remaining.saturating_sub(self.total_hold)
     }
 
-    /// The window's quota less all live reservations.
+    /// The window's quota less the reservations held (those of live agents that are not
+    /// idle): an idle agent's reservation is donated to the pool.
     pub fn size(&self, limit: u64) -> u64 {
         // Saturating: a huge limit (`u64::MAX` for "unlimited") makes huge reservations.
         let reserved = self
             .iter()
-            .filter(|u| u.alive)
+            .filter(|u| u.alive && !u.idle)
             .fold(0u64, |sum, u| sum.saturating_add(u.reserved));
         limit.saturating_sub(reserved)
     }
@@ -328,6 +329,8 @@ impl Pool {
         for (id, u) in self.iter_mut() {
             if u.alive && now.saturating_sub(u.last_seen) >= ttl {
                 u.alive = false;
+                // Presumed dead: it was not starved while away, so its wait starts over.
+                u.wanting_since = None;
                 expired.push(id);
                 changed = true;
             }
