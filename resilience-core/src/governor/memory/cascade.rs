@@ -1,6 +1,7 @@
 //! G4 cascade detector: enough distinct agents limited within the window switches on
 //! sequential mode (one call in flight, priority order) until the limit clears: the block
-//! has lifted and `clear_after` consecutive good responses came back.
+//! has lifted and `clear_after` consecutive good responses came back, or the quota window
+//! rolled over (with no traffic, no response would ever say so).
 
 use super::super::config::Cascade as CascadeCfg;
 use super::super::decision::AgentId;
@@ -46,6 +47,17 @@ impl Cascade {
             return true;
         }
         false
+    }
+
+    /// A new quota window: the limit that started the cascade has cleared, whether or not
+    /// any response said so (with no traffic none does). Returns true if this switched
+    /// sequential mode off.
+    pub fn new_window(&mut self) -> bool {
+        let was = self.sequential;
+        self.sequential = false;
+        self.good = 0;
+        self.limited.clear();
+        was
     }
 
     /// Drops limits older than the window.

@@ -117,6 +117,9 @@ impl ResourceState {
             if self.breaker.new_window() {
                 tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");
             }
+            if self.cascade.new_window() {
+                tracing::info!(resource = %self.name, "governor: new quota window, sequential mode off (G4)");
+            }
             tracing::debug!(resource = %self.name, "governor: quota window reset");
         }
         if now >= self.next_sweep {
