@@ -9,13 +9,6 @@ use resilience_core::governor::{
 };
 use std::time::Duration;
 
-fn breaker_only() -> ResourceConfig {
-    let mut c = light_only();
-    c.predictive.min_samples = 3;
-    c.predictive.open_on_limit = true;
-    c
-}
-
 /// A reading of `remaining` of 5000 in the window that resets at 3600 s.
 fn reading(rig: &Rig, remaining: u64) -> Observation {
     rig.ok(remaining, 5000, 3600 - rig.now().as_secs())

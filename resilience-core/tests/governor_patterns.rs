@@ -5,27 +5,8 @@ mod governor_support;
 
 use governor_support::*;
 use resilience_core::governor::{
-    AgentId, Observation, Priority, RefusalReason, Request, ResourceConfig, WaitReason,
+    AgentId, Observation, Priority, RefusalReason, Request, WaitReason,
 };
-
-/// G2 and G5 only (as in governor_pool.rs).
-fn pool_only() -> ResourceConfig {
-    let mut c = ResourceConfig::default();
-    c.traffic_light.green = 0.0;
-    c.traffic_light.red = 0.0;
-    c.traffic_light.p1_amber_onset = 0.0;
-    c.predictive.min_samples = u32::MAX;
-    c.pacing.even_spend = false;
-    c
-}
-
-/// G3 only (as in governor_breaker.rs).
-fn breaker_only() -> ResourceConfig {
-    let mut c = light_only();
-    c.predictive.min_samples = 3;
-    c.predictive.open_on_limit = true;
-    c
-}
 
 fn limited(rig: &Rig, a: AgentId, retry_after: &str) -> bool {
     let g = go(rig.decide(a, &Request::read()));

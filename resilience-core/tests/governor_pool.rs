@@ -4,18 +4,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{Priority, RefusalKind, RefusalReason, Request, ResourceConfig};
-
-/// G2 and G5 only: the light never changes zone, no breaker, no pacing.
-fn pool_only() -> ResourceConfig {
-    let mut c = ResourceConfig::default();
-    c.traffic_light.green = 0.0;
-    c.traffic_light.red = 0.0;
-    c.traffic_light.p1_amber_onset = 0.0;
-    c.predictive.min_samples = u32::MAX;
-    c.pacing.even_spend = false;
-    c
-}
+use resilience_core::governor::{Priority, RefusalKind, RefusalReason, Request};
 
 fn spend(rig: &Rig, a: resilience_core::governor::AgentId, n: usize) {
     for _ in 0..n {

@@ -153,6 +153,25 @@ pub fn one_create_per(window: Duration) -> ResourceConfig {
     cfg
 }
 
+/// Only G2 and G5 active: no traffic light, no predictive breaker, no even spending.
+pub fn pool_only() -> ResourceConfig {
+    let mut c = ResourceConfig::default();
+    c.traffic_light.green = 0.0;
+    c.traffic_light.red = 0.0;
+    c.traffic_light.p1_amber_onset = 0.0;
+    c.predictive.min_samples = u32::MAX;
+    c.pacing.even_spend = false;
+    c
+}
+
+/// [`light_only`] plus the G3 predictive breaker (3 samples, opened by a limit too).
+pub fn breaker_only() -> ResourceConfig {
+    let mut c = light_only();
+    c.predictive.min_samples = 3;
+    c.predictive.open_on_limit = true;
+    c
+}
+
 /// Only G1 active: no pool reservations, no predictive breaker, no pacing rules.
 pub fn light_only() -> ResourceConfig {
     let mut c = ResourceConfig::default();
