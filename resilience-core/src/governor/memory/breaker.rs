@@ -11,6 +11,8 @@ pub(crate) struct Breaker {
     good: u32,
     /// `(time, remaining)` readings of the current window.
     samples: VecDeque<(Nanos, u64)>,
+    /// The last reading or limit it took.
+    last_seen: Nanos,
 }
 
 /// What an observation did to the breaker.
@@ -33,14 +35,26 @@ impl Breaker {
     }
 
     /// Opens at once (a rate limit was observed and `open_on_limit` is set).
-    pub fn trip(&mut self) -> Change {
+    pub fn trip(&mut self, now: Nanos) -> Change {
         self.good = 0;
+        self.last_seen = self.last_seen.max(now);
         if self.open {
             Change::None
         } else {
             self.open = true;
             Change::Opened
         }
+    }
+
+    /// Closes a breaker that has seen nothing since `quiet_since`: its projection is stale,
+    /// and while it is open the background agents it sheds cannot bring the readings that
+    /// would close it (with only those asking, nothing else would). Returns whether it was
+    /// open.
+    pub fn expire(&mut self, quiet_since: Nanos) -> bool {
+        if !self.open || self.last_seen > quiet_since {
+            return false;
+        }
+        self.new_window()
     }
 
     /// Time to exhaustion at the observed rate, if a rate can be trusted.
@@ -71,6 +85,7 @@ impl Breaker {
             self.samples.pop_front();
         }
         self.samples.push_back((now, remaining));
+        self.last_seen = self.last_seen.max(now);
         let doomed = self
             .time_to_exhaustion(cfg)
             .is_some_and(|tte| tte < ns(cfg.horizon) && tte < ttr);

@@ -224,7 +224,7 @@ impl ResourceState {
             tracing::warn!(resource = %self.name, "governor: cascade detected, sequential mode on (G4)");
         }
         // A late limit says nothing of this window's quota: it does not trip the breaker.
-        if self.cfg.predictive.open_on_limit && !late && self.breaker.trip() == Change::Opened {
+        if self.cfg.predictive.open_on_limit && !late && self.breaker.trip(n) == Change::Opened {
             tracing::warn!(resource = %self.name, "governor: breaker opened on a rate limit (G3)");
         }
         let warn_until = n.saturating_add(ns(self.cfg.cascade.window));

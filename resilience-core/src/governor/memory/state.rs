@@ -145,6 +145,13 @@ impl ResourceState {
                 );
             }
             self.settle_due(now);
+            // G3: nothing seen for a horizon, and a horizon past the block.
+            let horizon = ns(self.cfg.predictive.horizon);
+            if now >= self.block.until.saturating_add(horizon)
+                && self.breaker.expire(now.saturating_sub(horizon))
+            {
+                tracing::info!(resource = %self.name, "governor: nothing observed for the horizon, predictive breaker closed (G3)");
+            }
             self.queue.expire(now, self.timing.ticket_grace);
             self.cascade.forget(now, &self.cfg.cascade);
             self.next_sweep = now.saturating_add(SWEEP_EVERY);
