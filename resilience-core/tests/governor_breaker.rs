@@ -9,11 +9,6 @@ use resilience_core::governor::{
 };
 use std::time::Duration;
 
-/// A reading of `remaining` of 5000 in the window that resets at 3600 s.
-fn reading(rig: &Rig, remaining: u64) -> Observation {
-    rig.ok(remaining, 5000, 3600 - rig.now().as_secs())
-}
-
 /// Readings of 2500, 2400, 2300 of 5000 one second apart: 100/s, 23 s of quota left.
 fn burn(rig: &Rig, a: resilience_core::governor::AgentId) -> bool {
     let mut open = false;

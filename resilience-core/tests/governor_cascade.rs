@@ -6,28 +6,10 @@ mod governor_support;
 use governor_support::*;
 use resilience_core::governor::{AgentId, Observation, Priority, Request, WaitReason};
 
-fn limit_three(rig: &Rig) -> Vec<AgentId> {
-    let agents: Vec<AgentId> = (0..3)
-        .map(|i| rig.agent(&format!("a{i}"), Priority::P1))
-        .collect();
-    let grants: Vec<_> = agents
-        .iter()
-        .map(|&a| go(rig.decide(a, &Request::read())))
-        .collect();
-    let mut last = None;
-    for (i, g) in grants.into_iter().enumerate() {
-        rig.advance(secs(10) * u32::from(i > 0));
-        let obs = Observation::new(429).with_header("retry-after", "5");
-        last = Some(rig.gov.observe(g, &obs));
-    }
-    assert!(last.unwrap().sequential);
-    agents
-}
-
 #[test]
 fn g4_three_agents_limited_within_30s_switch_to_sequential_mode() {
     let rig = Rig::new(light_only());
-    let agents = limit_three(&rig);
+    let agents = limit_three(&rig, secs(10));
     assert!(rig.gov.snapshot(rig.core).unwrap().sequential);
     rig.advance(secs(20)); // past the block and every release window
     let first = go(rig.decide(agents[0], &Request::read()));
@@ -55,7 +37,7 @@ fn g4_limits_spread_wider_than_30s_do_not() {
 #[test]
 fn g4_sequential_mode_serves_in_priority_order() {
     let rig = Rig::new(light_only());
-    let agents = limit_three(&rig);
+    let agents = limit_three(&rig, secs(10));
     let p0 = rig.agent("picard", Priority::P0);
     let p2 = rig.agent("ralph", Priority::P2);
     rig.advance(secs(20));
@@ -72,7 +54,7 @@ fn g4_sequential_mode_serves_in_priority_order() {
 #[test]
 fn g4_clears_after_the_block_lifts_and_three_good_responses() {
     let rig = Rig::new(light_only());
-    let agents = limit_three(&rig);
+    let agents = limit_three(&rig, secs(10));
     rig.advance(secs(20));
     for (i, &a) in agents.iter().enumerate() {
         assert!(

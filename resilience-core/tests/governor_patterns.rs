@@ -20,12 +20,9 @@ fn limited(rig: &Rig, a: AgentId, retry_after: &str) -> bool {
 
 // ---------------------------------------------------------------- G2
 
-#[test]
-fn g2_promoted_background_agent_is_demoted_after_a_grant_from_the_line() {
-    // No P1 reservation, so data going idle does not change the pool.
-    let mut cfg = pool_only();
-    cfg.token_pool.reservation = [0.10, 0.0, 0.02];
-    let rig = Rig::new(cfg);
+/// A P1 reading 300 of 1000 left, then a P2 that spends its reservation and is refused
+/// (it must yield the pool). Returns (P1, P2).
+fn starve_background(rig: &Rig) -> (AgentId, AgentId) {
     let p1 = rig.agent("data", Priority::P1);
     let p2 = rig.agent("ralph", Priority::P2);
     rig.gov
@@ -37,6 +34,16 @@ fn g2_promoted_background_agent_is_demoted_after_a_grant_from_the_line() {
         refused(rig.decide(p2, &Request::read())).reason,
         RefusalReason::PoolYield
     );
+    (p1, p2)
+}
+
+#[test]
+fn g2_promoted_background_agent_is_demoted_after_a_grant_from_the_line() {
+    // No P1 reservation, so data going idle does not change the pool.
+    let mut cfg = pool_only();
+    cfg.token_pool.reservation = [0.10, 0.0, 0.02];
+    let rig = Rig::new(cfg);
+    let (_, p2) = starve_background(&rig);
     for _ in 0..4 {
         rig.advance(secs(60)); // it comes back as told: starved, not gone
         assert!(!rig.decide(p2, &Request::read()).is_go());
@@ -62,17 +69,7 @@ fn g2_a_background_agent_that_left_is_not_promoted_on_return() {
     // Refused once, then silent past its lease (presumed dead): when it comes back ten
     // minutes later it has not been starved for 5 min, it has been away.
     let rig = Rig::new(pool_only());
-    let p1 = rig.agent("data", Priority::P1);
-    let p2 = rig.agent("ralph", Priority::P2);
-    rig.gov
-        .observe_without_grant(p1, rig.core, &rig.ok(300, 1000, 3600));
-    for _ in 0..20 {
-        rig.made(go(rig.decide(p2, &Request::read())));
-    }
-    assert_eq!(
-        refused(rig.decide(p2, &Request::read())).reason,
-        RefusalReason::PoolYield
-    );
+    let (p1, p2) = starve_background(&rig);
     for _ in 0..10 {
         rig.advance(secs(60));
         rig.gov.heartbeat(p1);
@@ -125,10 +122,6 @@ fn g2_reservations_follow_agents_and_the_limit() {
 }
 
 // ---------------------------------------------------------------- G3
-
-fn reading(rig: &Rig, remaining: u64) -> Observation {
-    rig.ok(remaining, 5000, 3600 - rig.now().as_secs())
-}
 
 #[test]
 fn g3_two_readings_are_not_a_rate() {
@@ -216,21 +209,10 @@ fn g3_breaker_tripped_by_a_limit_does_not_shed_background_agents_for_long_after_
 
 // ---------------------------------------------------------------- G4
 
+/// Three agents limited a second apart; the clock then a second past the last.
 fn cascade(rig: &Rig) -> Vec<AgentId> {
-    let agents: Vec<AgentId> = (0..3)
-        .map(|i| rig.agent(&format!("a{i}"), Priority::P1))
-        .collect();
-    let grants: Vec<_> = agents
-        .iter()
-        .map(|&a| go(rig.decide(a, &Request::read())))
-        .collect();
-    let mut seq = false;
-    for g in grants {
-        let obs = Observation::new(429).with_header("retry-after", "5");
-        seq = rig.gov.observe(g, &obs).sequential;
-        rig.advance(secs(1));
-    }
-    assert!(seq);
+    let agents = limit_three(rig, secs(1));
+    rig.advance(secs(1));
     agents
 }
 

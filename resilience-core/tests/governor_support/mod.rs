@@ -153,6 +153,34 @@ pub fn one_create_per(window: Duration) -> ResourceConfig {
     cfg
 }
 
+/// A good response showing `remaining` of GitHub's 5000, the window resetting an hour after
+/// the clock's start.
+pub fn reading(rig: &Rig, remaining: u64) -> Observation {
+    rig.ok(remaining, 5000, 3600 - rig.now().as_secs())
+}
+
+/// G4: three P1 agents, each granted a read, then limited (429, retry-after 5 s) one after
+/// another, `gap` apart: sequential mode is on. Returns the agents.
+pub fn limit_three(rig: &Rig, gap: Duration) -> Vec<AgentId> {
+    let agents: Vec<AgentId> = (0..3)
+        .map(|i| rig.agent(&format!("a{i}"), Priority::P1))
+        .collect();
+    let grants: Vec<_> = agents
+        .iter()
+        .map(|&a| go(rig.decide(a, &Request::read())))
+        .collect();
+    let mut last = None;
+    for (i, g) in grants.into_iter().enumerate() {
+        if i > 0 {
+            rig.advance(gap);
+        }
+        let obs = Observation::new(429).with_header("retry-after", "5");
+        last = Some(rig.gov.observe(g, &obs));
+    }
+    assert!(last.expect("three limits").sequential);
+    agents
+}
+
 /// Only G2 and G5 active: no traffic light, no predictive breaker, no even spending.
 pub fn pool_only() -> ResourceConfig {
     let mut c = ResourceConfig::default();
