@@ -217,6 +217,36 @@ fn c13_attribute_arguments_are_the_code_declared_layer() {
     );
 }
 
+#[retry_service_operation(
+    service = "plan_service",
+    idempotent,
+    max_attempts = 4u8,
+    base_delay = 1u64,
+    max_delay = 2.5f64,
+    total_timeout = 30f32,
+    crate = "crate::recording"
+)]
+fn tuned_with_type_suffixes() -> Result<(), ApiError> {
+    Ok(())
+}
+
+#[test]
+fn c13_a_number_s_type_suffix_keeps_its_value() {
+    // A type suffix is only the literal's type: the value is the digits. A unit-like suffix
+    // (`30ms`) is a compile error instead (ui/fail/number-with-unit-suffix.rs).
+    tuned_with_type_suffixes().unwrap();
+    assert_eq!(
+        only_call().declared,
+        CodeDeclared {
+            max_attempts: Some(4),
+            base_delay: Some(1.0),
+            max_delay: Some(2.5),
+            total_timeout: Some(30.0),
+            ..CodeDeclared::EMPTY
+        }
+    );
+}
+
 #[retry_service_operation(service = "plan_service", crate = "crate::recording")]
 fn r#type() -> Result<(), ApiError> {
     Ok(())

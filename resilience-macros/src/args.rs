@@ -448,6 +448,17 @@ fn string(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spa
 
 fn secs(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<Secs>> {
     let expr = need_value(ctxt, name, key, value, "30")?;
+    if let Some((digits, suffix)) = unit_suffix(&expr, NUMBER_SUFFIXES.len()) {
+        let fix = match in_seconds(&digits, &suffix) {
+            Some(s) => format!("write `{name} = {s}`"),
+            None => format!("e.g. `{name} = 0.5` for half a second"),
+        };
+        ctxt.error(
+            span_of(&expr),
+            format!("`{name}` is a plain number of seconds, with no unit suffix: {fix}"),
+        );
+        return None;
+    }
     let parsed = match peel(&expr) {
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_),
@@ -490,6 +501,15 @@ fn number(expr: &Expr) -> Option<f64> {
 
 fn count(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<u64>> {
     let expr = need_value(ctxt, name, key, value, "3")?;
+    if let Some((_, suffix)) = unit_suffix(&expr, INT_SUFFIXES) {
+        ctxt.error(
+            span_of(&expr),
+            format!(
+                "`{name}` takes a whole number: remove the suffix `{suffix}`, e.g. `{name} = 3`"
+            ),
+        );
+        return None;
+    }
     match peel(&expr) {
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
@@ -535,6 +555,46 @@ fn boolean(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Sp
             None
         }
     }
+}
+
+/// Type suffixes a number may carry: the integer ones, then `f32` and `f64`.
+const NUMBER_SUFFIXES: [&str; 14] = [
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32",
+    "f64",
+];
+const INT_SUFFIXES: usize = 12;
+
+/// The digits and suffix of a number literal unless the suffix is none or one of the first
+/// `allowed` type suffixes. Rust lexes `30ms` as the number 30 with the suffix `ms`, and
+/// attribute tokens are never type-checked: without this, `total_timeout = 30ms` would
+/// silently mean 30 seconds.
+fn unit_suffix(expr: &Expr, allowed: usize) -> Option<(String, String)> {
+    let (digits, suffix) = match peel(expr) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => (i.base10_digits(), i.suffix()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => (f.base10_digits(), f.suffix()),
+        _ => return None,
+    };
+    (!suffix.is_empty() && !NUMBER_SUFFIXES[..allowed].contains(&suffix))
+        .then(|| (digits.to_owned(), suffix.to_owned()))
+}
+
+/// `digits` in seconds, when `unit` is a time unit someone may have meant.
+fn in_seconds(digits: &str, unit: &str) -> Option<f64> {
+    let v = digits.parse::<f64>().ok()?;
+    // Divide for the small units: `30.0 / 1e3` prints as 0.03, `30.0 * 1e-3` does not.
+    Some(match unit {
+        "ns" => v / 1e9,
+        "us" | "µs" => v / 1e6,
+        "ms" => v / 1e3,
+        "s" | "sec" | "secs" => v,
+        "m" | "min" | "mins" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return None,
+    })
 }
 
 /// Looks through invisible groups (values passed in by `macro_rules!`) and parentheses.
