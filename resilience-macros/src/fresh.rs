@@ -68,13 +68,19 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
             }
         }
     }
-    let changed = bindings.iter().any(|b| b.mutable.is_some());
+    let changed = bindings
+        .iter()
+        .any(|b| b.mutable.is_some() || b.attrs.iter().any(is_expect));
     let sig = changed.then(|| {
         let mut out = sig.clone();
         for arg in &mut out.inputs {
             if let FnArg::Typed(pt) = arg {
                 if !is_reference(&pt.ty) {
                     collect(&mut pt.pat, Some(&pt.ty), &mut Vec::new());
+                    pt.attrs
+                        .iter_mut()
+                        .filter(|a| is_expect(a))
+                        .for_each(expect_to_allow);
                 }
             }
         }
@@ -83,13 +89,30 @@ pub(crate) fn of(sig: &Signature) -> Fresh {
     Fresh { bindings, sig }
 }
 
-/// Whether an argument's attribute applies to its per-attempt copy: `cfg`, `cfg_attr`, and
-/// the lint levels other than `expect` (an expectation met by the copy would be unmet on the
-/// argument, or the other way round).
+/// Whether an argument's attribute applies to its per-attempt copy: `cfg`, `cfg_attr` and
+/// the lint levels.
+///
+/// An `expect` goes to the copy, and the argument keeps the same lints as an `allow`: the
+/// lints an argument's expectation names (an unneeded `mut`, an unused binding) fire on the
+/// copy, which holds the `mut` and is what the body uses, while the argument is only read to
+/// clone it; kept on the argument, the expectation would be unmet.
 fn copied(attr: &syn::Attribute) -> bool {
-    ["cfg", "cfg_attr", "allow", "warn", "deny", "forbid"]
-        .iter()
-        .any(|name| attr.path().is_ident(name))
+    [
+        "cfg", "cfg_attr", "allow", "warn", "deny", "forbid", "expect",
+    ]
+    .iter()
+    .any(|name| attr.path().is_ident(name))
+}
+
+fn is_expect(attr: &syn::Attribute) -> bool {
+    attr.path().is_ident("expect")
+}
+
+fn expect_to_allow(attr: &mut syn::Attribute) {
+    if let syn::Meta::List(list) = &mut attr.meta {
+        let span = list.path.segments[0].ident.span();
+        list.path = Ident::new("allow", span).into();
+    }
 }
 
 /// The typed arguments not taken by reference.
