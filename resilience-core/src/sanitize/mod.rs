@@ -22,7 +22,9 @@
 //! (`https://ghp_…@github.com`). The last `@` is used so a password containing `@` does not
 //! leak its tail; in the `user:password` form the password may also hold an unencoded `/`,
 //! `?` or `#` (it then runs to the last `@` before whitespace, which may hide more than the
-//! userinfo, never less).
+//! userinfo, never less). It may hold quotes, backslashes and `<>` as well, except a run of
+//! them followed by a blank or by `,` `:` `;` `)` `]` `}`: that reads as the end of a quoted
+//! string holding the URL (`"http://h:80","a@b"` keeps its `@`), so such a password leaks.
 //!
 //! **S2, key–value pairs.** A key, a separator, a value. A key is secret when it *ends* with
 //! one of: `api_key`, `password`, `passwd`, `passphrase`, `secret`, `secret_key`,
