@@ -590,3 +590,27 @@ fn s2_clean_messages_are_returned_borrowed() {
     unchanged("connection refused (os error 111) after 3 attempts");
     unchanged("already redacted: password=*** and https://***@host");
 }
+
+/// S2's key rule on its own, for values shown apart from their key (config diagnostics).
+#[test]
+fn s2_is_secret_key_follows_the_key_rule() {
+    use resilience_core::sanitize::is_secret_key;
+    for key in [
+        "api_key",
+        "Client_Secret",
+        "X-Api-Key",
+        "db_password",
+        "Authorization",
+    ] {
+        assert!(is_secret_key(key), "{key}");
+    }
+    for key in [
+        "plan_service",
+        "tokens_used",
+        "password_hint",
+        "token::Kind",
+        "",
+    ] {
+        assert!(!is_secret_key(key), "{key}");
+    }
+}

@@ -137,6 +137,25 @@ pub fn sanitize(message: &str) -> Cow<'_, str> {
     out
 }
 
+/// Whether `key` names a secret by S2's rule (it ends with a secret word, in any case), so
+/// that a value shown apart from its key can still be withheld: `sanitize` sees the value
+/// alone and cannot know (`"hunter2"` is no secret, `api_key: "hunter2"` is).
+///
+/// ```
+/// use resilience_core::sanitize::is_secret_key;
+///
+/// assert!(is_secret_key("api_key") && is_secret_key("GITHUB_TOKEN"));
+/// assert!(!is_secret_key("plan_service") && !is_secret_key("tokens_used"));
+/// ```
+pub fn is_secret_key(key: &str) -> bool {
+    // No patterns: say yes, so the caller withholds (fail closed).
+    let Some((key_re, _)) = patterns::compiled() else {
+        return true;
+    };
+    let probe = format!("{}=", key.to_ascii_lowercase());
+    key_re.find_iter(&probe).any(|m| m.end() == probe.len())
+}
+
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
 /// across a boundary one of them relied on (a line end, a closing quote), and the next round
 /// must see what the log line will show. Each round only adds `***`; in practice one round
