@@ -203,7 +203,13 @@ impl Ctx<'_> {
             return None;
         }
         let Ok(fields) = Members::parse(value) else {
-            let got = raw_type(value);
+            // Under a name like `api_key` the value is the secret, though alone it reads as
+            // none: only its kind is said.
+            let got = if resilience_core::sanitize::is_secret_key(service) {
+                format!("{} (not shown)", raw_kind(value))
+            } else {
+                raw_type(value)
+            };
             self.push(
                 DiagnosticKind::NotAnObject,
                 svc,
@@ -349,13 +355,21 @@ fn segment(key: &str) -> String {
 }
 
 fn json_type(v: &Value) -> String {
-    let kind = match v {
+    format!("{} {}", json_kind(v), shown(&v.to_string()))
+}
+
+/// What a raw JSON value is, without its text.
+fn raw_kind(raw: &str) -> &'static str {
+    serde_json::from_str::<Value>(raw).map_or("invalid JSON", |v| json_kind(&v))
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    };
-    format!("{kind} {}", shown(&v.to_string()))
+    }
 }

@@ -422,3 +422,27 @@ fn c1_a_count_past_u64_says_it_is_too_large() {
     let message = c.diagnostics()[0].to_string();
     assert!(message.contains("at most 4294967295"), "{message}");
 }
+
+/// C9 and the standard (nothing secret is logged): an override that is not an object, under a
+/// name that says it is a secret (a credentials document pasted into the variable). Its value
+/// was sanitized alone, without the name that makes it one, and so was shown whole.
+#[test]
+fn c9_a_non_object_under_a_secret_name_is_not_shown() {
+    for value in [r#""hunter2""#, r#"["hunter2"]"#, "12345678"] {
+        for name in ["api_key", "db_password", "GITHUB_TOKEN", "Authorization"] {
+            let json = format!(r#"{{"{name}": {value}, "plan_service": {{}}}}"#);
+            let (c, events) = capture(|| with_overrides(&json));
+            let secret = value.trim_matches(['"', '[', ']']);
+            let d = c.diagnostics();
+            assert_eq!(d.len(), 1, "{json}: {d:?}");
+            assert_eq!(d[0].kind(), DiagnosticKind::NotAnObject);
+            assert!(!d[0].to_string().contains(secret), "{}", d[0]);
+            for e in &events {
+                assert!(!e.text().contains(secret), "{}", e.text());
+            }
+        }
+    }
+    // Under any other name the value still helps: it is shown (sanitized).
+    let c = with_overrides(r#"{"plan_service": "fast"}"#);
+    assert!(c.diagnostics()[0].message().contains("fast"));
+}

@@ -196,6 +196,32 @@ fn s1_a_url_password_holding_slash_query_or_hash_is_hidden() {
     unchanged("GET https://api.github.com/repos/a/b?page=2#top failed");
 }
 
+/// S1 for passwords holding a quote, a backslash or an angle bracket (generated passwords do,
+/// e.g. AWS's default alphabet), which used to leave the URL unmatched: user and password
+/// leaked whole. In `Debug` text the quote comes escaped (`\"`), hidden alike.
+#[test]
+fn s1_a_url_password_holding_quotes_backslash_or_angle_brackets_is_hidden() {
+    for (input, secret) in [
+        ("connect postgres://admin:ab'cd@db:5432/x failed", "ab'cd"),
+        ("connect postgres://admin:ab\"cd@db:5432/x failed", "ab\"cd"),
+        ("connect postgres://admin:ab\\cd@db:5432/x failed", "ab\\cd"),
+        ("connect postgres://admin:a<b>c@db:5432/x failed", "a<b>c"),
+        (r#"url: "redis://default:p\"w@cache:6379""#, r#"p\"w"#),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+        assert!(out.contains("://***@"), "{input:?} -> {out:?}");
+    }
+    check(
+        "connect postgres://admin:ab'cd@db:5432/x failed",
+        "connect postgres://***@db:5432/x failed",
+    );
+    // A quote that closes the string holding a URL is not part of a password.
+    unchanged(r#"{"url":"http://localhost:8080/x","email":"a@example.com"}"#);
+    unchanged("['http://h:80/', 'bob@example.com']");
+    check("['redis://u:pw@h:1','x@y']", "['redis://***@h:1','x@y']");
+}
+
 /// Bare shapes added after review: an unsigned JWT, LLM provider keys, a PEM body whose
 /// newlines are escaped (`\n`, as Debug and JSON print them).
 #[test]
@@ -451,6 +477,13 @@ fn forms() -> Vec<Form> {
         ("S1 user:pass", "[A-Za-z0-9!$%+,.:;=~_/?#@-]{8,24}", |s| {
             format!("postgres://admin:{s}@db:5432/app")
         }),
+        // Quotes, backslashes and angle brackets, each followed by no `,:;)]}` or blank,
+        // which would read as the end of a quoted string.
+        (
+            "S1 user:pass quotes",
+            r#"[A-Za-z0-9!$%+.=~_'"\\<>-]{8,24}"#,
+            |s| format!("postgres://admin:{s}@db:5432/app"),
+        ),
         ("S1 user", "[A-Za-z0-9_.~-]{8,24}", |s| {
             format!("https://{s}@github.com/o/r.git")
         }),
@@ -556,4 +589,28 @@ proptest! {
 fn s2_clean_messages_are_returned_borrowed() {
     unchanged("connection refused (os error 111) after 3 attempts");
     unchanged("already redacted: password=*** and https://***@host");
+}
+
+/// S2's key rule on its own, for values shown apart from their key (config diagnostics).
+#[test]
+fn s2_is_secret_key_follows_the_key_rule() {
+    use resilience_core::sanitize::is_secret_key;
+    for key in [
+        "api_key",
+        "Client_Secret",
+        "X-Api-Key",
+        "db_password",
+        "Authorization",
+    ] {
+        assert!(is_secret_key(key), "{key}");
+    }
+    for key in [
+        "plan_service",
+        "tokens_used",
+        "password_hint",
+        "token::Kind",
+        "",
+    ] {
+        assert!(!is_secret_key(key), "{key}");
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::error::RedisQuotaError;
 use resilience_core::governor::Priority;
+use std::fmt;
 use std::time::Duration;
 
 /// What a process does while Redis is unreachable.
@@ -59,7 +60,7 @@ impl Default for WaitPolicy {
 }
 
 /// Connection and behaviour settings for a [`RedisQuota`](crate::RedisQuota).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RedisQuotaConfig {
     /// `redis://[user:password@]host:port[/db]`. Logged and reported without the password.
@@ -113,6 +114,49 @@ pub struct RedisQuotaConfig {
     /// The resource's first user sets it for every process (later users' values are not
     /// read), so processes configured differently still count alike.
     pub call_bound: Duration,
+}
+
+/// Shows the URL as [`safe_url`](crate::safe_url) does: a config is easily logged whole.
+impl fmt::Debug for RedisQuotaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Destructured so that a new field cannot be left out unnoticed.
+        let Self {
+            url,
+            prefix,
+            node,
+            lease_ttl,
+            heartbeat,
+            lease_margin,
+            on_loss,
+            reserve_share_permille,
+            reserve_max,
+            connect_timeout,
+            io_timeout,
+            reconnect_every,
+            wait,
+            express,
+            express_allowance,
+            call_bound,
+        } = self;
+        f.debug_struct("RedisQuotaConfig")
+            .field("url", &crate::safe_url(url))
+            .field("prefix", prefix)
+            .field("node", node)
+            .field("lease_ttl", lease_ttl)
+            .field("heartbeat", heartbeat)
+            .field("lease_margin", lease_margin)
+            .field("on_loss", on_loss)
+            .field("reserve_share_permille", reserve_share_permille)
+            .field("reserve_max", reserve_max)
+            .field("connect_timeout", connect_timeout)
+            .field("io_timeout", io_timeout)
+            .field("reconnect_every", reconnect_every)
+            .field("wait", wait)
+            .field("express", express)
+            .field("express_allowance", express_allowance)
+            .field("call_bound", call_bound)
+            .finish()
+    }
 }
 
 impl RedisQuotaConfig {
@@ -368,5 +412,16 @@ mod tests {
         assert_ne!(a, b);
         let cfg = RedisQuotaConfig::new("redis://x").node(a);
         assert!(cfg.validate().is_ok());
+    }
+
+    /// A config is logged as easily as anything (`?config`): its `Debug` used to print the
+    /// URL whole, password included.
+    #[test]
+    fn g7_config_debug_shows_the_url_without_its_password() {
+        let cfg = RedisQuotaConfig::new("redis://app:hunter2@cache:6379/0");
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("redis://app:***@cache:6379/0"), "{shown}");
+        assert!(shown.contains("lease_ttl"), "{shown}");
     }
 }

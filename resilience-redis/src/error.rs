@@ -126,7 +126,8 @@ pub fn safe_url(url: &str) -> String {
         Some((userinfo, after)) => (Some(userinfo), after),
         None => (None, rest),
     };
-    let (host, path) = match after.find('/') {
+    // The host ends at a path, a query or a fragment, whichever comes first.
+    let (host, path) = match after.find(['/', '?', '#']) {
         Some(i) => after.split_at(i),
         None => (after, ""),
     };
@@ -139,8 +140,8 @@ pub fn safe_url(url: &str) -> String {
         },
         None => host.to_owned(),
     };
-    // Query strings may carry credentials too.
-    let path = path.split('?').next().unwrap_or("");
+    // Query strings (and fragments) may carry credentials too.
+    let path = path.split(['?', '#']).next().unwrap_or("");
     format!("{scheme}://{host}{path}")
 }
 
@@ -176,6 +177,15 @@ mod tests {
         assert_eq!(
             safe_url("redis://default:p?a#s/s@cache:6379"),
             "redis://default:***@cache:6379"
+        );
+        // A query or fragment with no path before it (it used to be kept as part of the host).
+        assert_eq!(
+            safe_url("redis://cache:6379?password=hunter2"),
+            "redis://cache:6379"
+        );
+        assert_eq!(
+            safe_url("rediss://u:pw@cache:6380#hunter2"),
+            "rediss://u:***@cache:6380"
         );
         let e = RedisQuotaError::Connect {
             url: safe_url("redis://u:pw@h:1"),

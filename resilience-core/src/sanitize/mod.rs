@@ -22,7 +22,9 @@
 //! (`https://ghp_…@github.com`). The last `@` is used so a password containing `@` does not
 //! leak its tail; in the `user:password` form the password may also hold an unencoded `/`,
 //! `?` or `#` (it then runs to the last `@` before whitespace, which may hide more than the
-//! userinfo, never less).
+//! userinfo, never less). It may hold quotes, backslashes and `<>` as well, except a run of
+//! them followed by a blank or by `,` `:` `;` `)` `]` `}`: that reads as the end of a quoted
+//! string holding the URL (`"http://h:80","a@b"` keeps its `@`), so such a password leaks.
 //!
 //! **S2, key–value pairs.** A key, a separator, a value. A key is secret when it *ends* with
 //! one of: `api_key`, `password`, `passwd`, `passphrase`, `secret`, `secret_key`,
@@ -133,6 +135,25 @@ pub fn sanitize(message: &str) -> Cow<'_, str> {
         cut = next_cut;
     }
     out
+}
+
+/// Whether `key` names a secret by S2's rule (it ends with a secret word, in any case), so
+/// that a value shown apart from its key can still be withheld: `sanitize` sees the value
+/// alone and cannot know (`"hunter2"` is no secret, `api_key: "hunter2"` is).
+///
+/// ```
+/// use resilience_core::sanitize::is_secret_key;
+///
+/// assert!(is_secret_key("api_key") && is_secret_key("GITHUB_TOKEN"));
+/// assert!(!is_secret_key("plan_service") && !is_secret_key("tokens_used"));
+/// ```
+pub fn is_secret_key(key: &str) -> bool {
+    // No patterns: say yes, so the caller withholds (fail closed).
+    let Some((key_re, _)) = patterns::compiled() else {
+        return true;
+    };
+    let probe = format!("{}=", key.to_ascii_lowercase());
+    key_re.find_iter(&probe).any(|m| m.end() == probe.len())
 }
 
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text

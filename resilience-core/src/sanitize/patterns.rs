@@ -32,8 +32,12 @@ const SHAPED: &str = concat!(
     // S1: everything between `://` and the last `@` of the authority. A `user:password`
     // form first, whose password may hold an unencoded `/`, `?` or `#` (generated and base64
     // passwords do): it runs to the last `@` before whitespace, over-hiding rather than
-    // leaking.
-    r#"://(?P<url>[^\s/?#'"<>\\@]*:[^\s'"<>\\]*|[^\s/?#'"<>\\]+)@"#,
+    // leaking. It may hold quotes, backslashes and angle brackets too (a generated password
+    // can, and `Debug` escapes a quote as `\"`), but a run of them followed by whitespace or
+    // `,` `:` `;` `)` `]` `}` closes the string the URL was in, so the match stops there:
+    // `"http://h:80","a@b"` is not read as credentials.
+    r#"://(?P<url>[^\s/?#'"<>\\@]*:(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*['"<>\\]*"#,
+    r#"|[^\s/?#'"<>\\]+)@"#,
     // Bare credentials with a well-known prefix (open-ended lengths: see the module docs).
     r"|(?-u:\b)(?P<tok>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
     r"|(?:AKIA|ASIA)[A-Z0-9]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}",
