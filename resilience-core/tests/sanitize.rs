@@ -113,6 +113,13 @@ fn s2_colon_arrow_and_spaced_separators() {
 }
 
 #[test]
+fn s2_go_style_assignment_separator() {
+    // `:=` read as `:` left the value whole after a mangled `=` (`password :*** abc`).
+    check("password := abc", "password := ***");
+    check("token:=abc def", "token:=*** def");
+}
+
+#[test]
 fn s2_rust_paths_and_comparisons_are_not_pairs() {
     unchanged("error in auth::token::parse: bad input");
     unchanged("assertion failed: token == expected");

@@ -37,7 +37,7 @@
 //! - *Near misses are kept.* The secret word must end the key, so `tokens_used=5`,
 //!   `max_tokens=5`, `token_count: 3` and `password_hint=…` are left alone. The other way
 //!   round errs towards hiding: `max_token=5` is redacted, since its key ends in `token`.
-//! - *Separators*: `=`, `=>` and `:`, with optional spaces or tabs around them (`key: value`
+//! - *Separators*: `=`, `=>`, `:` and `:=`, with optional spaces or tabs around them (`key: value`
 //!   is common in error text such as `invalid token: …`, so it is treated as a pair; the cost
 //!   is that prose like `secret: not found` loses one word). `::` (a Rust path such as
 //!   `token::Kind`) and `==` (a comparison) are not separators.

@@ -23,7 +23,7 @@ const KEY_THEN_SEPARATOR: &str = concat!(
     r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
     // A closing quote of a quoted key, possibly escaped (JSON inside a string).
     r#"(?:\\?["'])?"#,
-    r"[ \t]*(?:=>?|:)[ \t]*",
+    r"[ \t]*(?:=>?|:=?)[ \t]*",
 );
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
