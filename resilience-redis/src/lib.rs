@@ -84,8 +84,9 @@
 //!   quota that Redis set aside for it alone, so nobody else can have been granted it — until
 //!   its lease would have expired (measured on its own boot clock, which keeps counting
 //!   through a suspend ([`BootClock`](resilience_core::clock::BootClock)), from when the last
-//!   renewal was *sent*, less a margin) or the window ends; then it refuses. It logs the
-//!   outage once. A background task reconnects; before any other call uses the new
+//!   renewal was *sent*, less a margin) or the window ends; then it refuses. A rate limit
+//!   it observes meanwhile blocks it alone, with the same G6 doubling of hintless
+//!   secondary limits, counted on those it saw itself. It logs the outage once. A background task reconnects; before any other call uses the new
 //!   connection, it rejoins every resource and reports what it spent offline.
 //!
 //! Because a process cut off from Redis may be spending its reservation, the reservation of

@@ -72,6 +72,9 @@ pub(crate) struct Local {
     /// that still names this lease shows the server settled the leave without ending it
     /// (its reply was lost before it ran): the lease is ours again.
     leave_conn: Option<u64>,
+    /// G6: hintless secondary limits in a row this process saw, for its blocks while Redis is
+    /// unreachable (the server counts every process's).
+    pub strikes: u32,
 }
 
 impl Local {

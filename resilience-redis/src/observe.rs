@@ -53,6 +53,30 @@ pub(crate) fn args(
     a
 }
 
+/// The block `a` calls for while Redis is unreachable, in ms: the script's G6 backoff on
+/// this process's own count of hintless secondary limits in a row (`strikes`). Called for
+/// every response, online too, so the count is current when Redis goes away. `blocked`:
+/// a block was already on (limits answered inside it are the same limit, and good
+/// responses inside it say nothing new).
+pub(crate) fn offline_block_ms(a: &ObserveArgs, strikes: &mut u32, blocked: bool) -> u64 {
+    match a.backoff {
+        Backoff::Limit => {
+            if !blocked {
+                *strikes = strikes.saturating_add(1);
+            }
+            let doublings = strikes.saturating_sub(1).min(32);
+            a.block_ms
+                .saturating_mul(1 << doublings)
+                .min(a.backoff_cap_ms)
+        }
+        Backoff::Good if !blocked => {
+            *strikes = 0;
+            a.block_ms
+        }
+        _ => a.block_ms,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +110,38 @@ mod tests {
         assert_eq!(args(&good, None, 3, &cfg()).backoff, Backoff::Good);
         let failed = Observation::new(500);
         assert_eq!(args(&failed, None, 3, &cfg()).backoff, Backoff::None);
+    }
+
+    #[test]
+    fn g7_g6_offline_secondary_limits_in_a_row_double_up_to_the_cap() {
+        let limit = Observation::new(429).with_body("You have exceeded a secondary rate limit");
+        let limit = args(&limit, None, 3, &cfg());
+        let good = args(&Observation::new(200), None, 3, &cfg());
+        let mut strikes = 0;
+        let blocks: Vec<u64> = (0..6)
+            .map(|_| offline_block_ms(&limit, &mut strikes, false))
+            .collect();
+        assert_eq!(
+            blocks,
+            [60_000, 120_000, 240_000, 480_000, 960_000, 960_000]
+        );
+        // A limit answered inside the block is the same limit; a good response inside it
+        // says nothing new.
+        assert_eq!(offline_block_ms(&limit, &mut strikes, true), 960_000);
+        offline_block_ms(&good, &mut strikes, true);
+        assert_eq!(strikes, 6);
+        // One outside a block starts the run over.
+        offline_block_ms(&good, &mut strikes, false);
+        assert_eq!(offline_block_ms(&limit, &mut strikes, false), 60_000);
+        // A hinted limit neither counts nor doubles.
+        let hinted = args(
+            &Observation::from_headers(429, [("retry-after", "7")]),
+            None,
+            3,
+            &cfg(),
+        );
+        assert_eq!(offline_block_ms(&hinted, &mut strikes, false), 7_000);
+        assert_eq!(strikes, 1);
     }
 
     #[test]

@@ -189,15 +189,20 @@ impl SharedQuota {
             .as_ref()
             .map_or_else(|| self.state.local.lock().window, |g| g.window);
         let args = crate::observe::args(observation, grant.as_ref(), window, &self.inner.cfg);
+        let offline_block = {
+            let mut local = self.state.local.lock();
+            let blocked = local.blocked_for(self.inner.clock.now()).is_some();
+            crate::observe::offline_block_ms(&args, &mut local.strikes, blocked)
+        };
         let offline = grant.as_ref().is_some_and(QuotaGrant::is_offline);
         if offline || !self.inner.link.is_up() {
-            return Ok(self.observe_offline(&args));
+            return Ok(self.observe_offline(&args, offline_block));
         }
         let epoch = grant
             .as_ref()
             .map_or_else(|| self.state.local.lock().epoch, |g| g.epoch);
         match self.settle(epoch, Op::Observe(args)).await? {
-            Settled::Local => Ok(self.observe_offline(&args)),
+            Settled::Local => Ok(self.observe_offline(&args, offline_block)),
             s => Ok(s),
         }
     }
@@ -414,8 +419,9 @@ impl SharedQuota {
         }
     }
 
-    fn observe_offline(&self, args: &script::ObserveArgs) -> Settled {
-        let mut block = Duration::from_millis(args.block_ms);
+    /// `block_ms`: [`offline_block_ms`](crate::observe::offline_block_ms) of `args`.
+    fn observe_offline(&self, args: &script::ObserveArgs, block_ms: u64) -> Settled {
+        let mut block = Duration::from_millis(block_ms);
         if args.block_until_ms > 0 {
             let unix = ms(self.inner.clock.unix_time());
             block = block.max(Duration::from_millis(

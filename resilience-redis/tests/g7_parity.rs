@@ -140,6 +140,55 @@ async fn g7_g6_secondary_backoff_stops_at_its_cap() {
     );
 }
 
+/// The same backoff while Redis is unreachable (degraded mode): the process blocks itself,
+/// doubling for each hintless secondary limit in a row it saw (before, every one blocked
+/// the base length).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_degraded_secondary_limits_in_a_row_back_off_exponentially() {
+    let Some(srv) = server() else { return };
+    let p = prefix("offbackoff");
+    let proxy = common::proxy::Proxy::start(&srv.url).await;
+    let wait = WaitPolicy {
+        secondary_block: MS(200),
+        ..WaitPolicy::default()
+    };
+    let c = cfg(&proxy.url, &p, "a")
+        .reserve_share_permille(500)
+        .express(None, 1)
+        .wait(wait);
+    let (_r, a) = quota(c, 1_000, MS(3_600_000)).await;
+    proxy.cut();
+    let mut blocks = Vec::new();
+    let started = std::time::Instant::now();
+    while blocks.len() < 3 {
+        assert!(started.elapsed() < Duration::from_secs(10), "{blocks:?}");
+        let g = match a.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) => g,
+            Ok(QuotaDecision::Wait(w)) => {
+                tokio::time::sleep(w.delay + MS(30)).await;
+                continue;
+            }
+            Err(e) => panic!("degraded mode refused: {e}"),
+        };
+        if !g.is_offline() {
+            // Sent before the loss was seen: not this test's subject.
+            a.release(g).await.ok();
+            continue;
+        }
+        a.observe(Some(g), &secondary()).await.expect("observe");
+        match a.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Wait(w)) => blocks.push(w.delay.as_millis()),
+            other => panic!("no local block after a secondary limit: {other:?}"),
+        }
+    }
+    eprintln!("offline blocks in a row: {blocks:?} ms");
+    let near = |got: u128, want: u128| got <= want && got + 40 >= want;
+    assert!(
+        near(blocks[0], 200) && near(blocks[1], 400) && near(blocks[2], 800),
+        "offline secondary limits in a row must block 200, 400, 800 ms: {blocks:?}"
+    );
+}
+
 /// Calls in flight when the block began answer inside it with the same limit: they count
 /// once (the block runs its base length from the last of them), not one doubling each.
 /// Good responses answered inside the block do not start the backoff over either.
