@@ -422,3 +422,21 @@ fn c1_a_count_past_u64_says_it_is_too_large() {
     let message = c.diagnostics()[0].to_string();
     assert!(message.contains("at most 4294967295"), "{message}");
 }
+
+/// C8: a count written as a float (`5.0`, `1e2`) is refused, but it is not "too large": the
+/// message used to say `must be at most 4294967295, got 5.0`.
+#[test]
+fn c8_a_count_written_as_a_float_is_not_called_too_large() {
+    for (raw, shown) in [("5.0", "5.0"), ("1e2", "100.0")] {
+        let c = with_overrides(&format!(
+            r#"{{"plan_service": {{"retry": {{"max_attempts": {raw}}}}}}}"#
+        ));
+        let d = c.diagnostics();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].path(), Some("plan_service.retry.max_attempts"));
+        let message = d[0].to_string();
+        assert!(!message.contains("at most"), "{message}");
+        assert!(message.contains("whole number"), "{message}");
+        assert!(message.contains(shown), "{message}");
+    }
+}
