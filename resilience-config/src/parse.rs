@@ -89,7 +89,8 @@ fn check_secs(secs: f64, rule: Secs, shown_value: &str) -> Result<f64, String> {
     if !in_range || duration.is_err() {
         return Err(format!("{}, got {shown_value}", secs_rule(rule)));
     }
-    Ok(secs)
+    // `-0` passes `>= 0.0`; read it as plain zero, or `explain` shows `-0.0 s`.
+    Ok(if secs == 0.0 { 0.0 } else { secs })
 }
 
 fn secs_rule(rule: Secs) -> &'static str {
