@@ -231,6 +231,27 @@ fn explain_marks_a_base_delay_under_the_strategy_floor() {
     assert!(base.contains("0.5 s (floor 2.0 s)"), "{base}");
 }
 
+/// R5: `explain --json` says a base delay is under its strategy's floor, as the table does;
+/// it used to give the configured value alone, so a tool read 0.5 s where 2.0 s is used.
+#[test]
+fn r5_explain_json_reports_a_base_delay_under_the_strategy_floor() {
+    let o = run(
+        &["explain", "--json"],
+        &[("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "linear")],
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let base = &doc["services"]["trace_service"]["base_delay"];
+    assert_eq!(base["value"], 0.5, "{base}");
+    assert_eq!(base["floor"], 2.0, "{base}");
+    let o = run(&["explain", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let base = &doc["services"]["trace_service"]["base_delay"];
+    assert!(
+        base.get("floor").is_none(),
+        "0.5 s is over the fixed floor: {base}"
+    );
+}
+
 /// C11: a custom service is valid; only a name an edit or two from a built-in one is
 /// suspect, and `check` shows that as a warning without failing (it used to flag
 /// `user_service` as "did you mean `plan_service`?" and exit 1).
