@@ -346,3 +346,33 @@ fn c1_check_warns_when_base_delay_exceeds_max_delay() {
     );
     assert!(out.contains("OK:"), "{out}");
 }
+
+/// C1: a variable that is not valid UTF-8 is refused and named. An override under a
+/// service name with a stray byte used to apply to a service no code can name (`my_svc�`),
+/// and `check` said OK.
+#[cfg(unix)]
+#[test]
+fn c1_check_refuses_a_variable_that_is_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let cases: [(&str, &[u8]); 2] = [
+        (
+            OVERRIDES,
+            b"{\"my_svc\xff\": {\"retry\": {\"max_attempts\": 5}}}",
+        ),
+        ("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", b"fixed\xff"),
+    ];
+    for (var, bytes) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_resilience-config"))
+            .arg("check")
+            .env_clear()
+            .env(var, OsStr::from_bytes(bytes))
+            .output()
+            .expect("the binary runs");
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{var}: {out}");
+        assert!(out.contains(&format!("error: {var}: ")), "{out}");
+        assert!(out.contains("not valid UTF-8"), "{out}");
+        assert!(out.contains("1 problem(s)"), "{out}");
+    }
+}
