@@ -376,3 +376,23 @@ fn c1_check_refuses_a_variable_that_is_not_utf8() {
         assert!(out.contains("1 problem(s)"), "{out}");
     }
 }
+
+/// R5, R4: a strategy's floor above `max_delay` is defeated by the cap (linear 0.5 s, floor
+/// 2.0 s, cap 1.0 s: every wait is 1.0 s). `check` warns as for a base delay above the cap;
+/// it compared the configured 0.5 s and said nothing.
+#[test]
+fn r5_check_warns_when_the_floor_exceeds_max_delay() {
+    let json = r#"{"trace_service": {"retry": {"backoff_strategy": "linear", "max_delay": 1.0}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, json)]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("warning: trace_service: retry.base_delay"))
+        .unwrap_or_else(|| panic!("no warning in\n{out}"));
+    assert!(line.contains("floor 2.0 s"), "{line}");
+    assert!(
+        line.contains("exceeds retry.max_delay 1 s (json)"),
+        "{line}"
+    );
+}
