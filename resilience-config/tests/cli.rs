@@ -396,3 +396,14 @@ fn r5_check_warns_when_the_floor_exceeds_max_delay() {
         "{line}"
     );
 }
+
+/// R4: with strategy `none` there is no wait, so a base delay over `max_delay` (say a cap of 0
+/// set for that very reason) changes nothing and is not worth a warning; `check` gave one.
+#[test]
+fn r4_check_does_not_warn_about_the_base_delay_of_strategy_none() {
+    let json = r#"{"trace_service": {"retry": {"backoff_strategy": "none", "max_delay": 0}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, json)]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("warning"), "{out}");
+}
