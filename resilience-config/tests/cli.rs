@@ -407,3 +407,53 @@ fn r4_check_does_not_warn_about_the_base_delay_of_strategy_none() {
     assert!(o.status.success(), "{out}");
     assert!(!out.contains("warning"), "{out}");
 }
+
+/// C13: `explain | head -1` with a long output (many services in a valid override) ends
+/// quietly with its usual status; it panicked ("failed printing to stdout: Broken pipe",
+/// status 101) once the reader had gone.
+#[test]
+fn c13_explain_into_a_closed_pipe_exits_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let services: Vec<String> = (0..900).map(|i| format!(r#""s{i}": {{}}"#)).collect();
+    let json = format!("{{{}}}", services.join(","));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resilience-config"))
+        .arg("explain")
+        .env_clear()
+        .env(OVERRIDES, &json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut first = String::new();
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    out.read_line(&mut first).expect("a first line");
+    assert!(first.starts_with("resilience configuration"), "{first}");
+    drop(out);
+    let o = child.wait_with_output().expect("the binary ends");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+}
+
+/// C13: a failed write (a full disk) is one line on stderr and status 2, not a panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn c13_explain_into_a_full_device_reports_the_write_error() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    for args in [&["explain"][..], &["explain", "--json"], &["check"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_resilience-config"))
+            .args(args)
+            .env_clear()
+            .stdout(full.try_clone().expect("a second handle"))
+            .output()
+            .expect("the binary runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains("cannot write"), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    }
+}
