@@ -1,7 +1,7 @@
 //! Reading the global environment variables (C1): where they come from ([`EnvSource`]) and
 //! the strict, validated layer they make.
 
-use crate::diagnostics::{Diagnostic, DiagnosticKind, Diagnostics};
+use crate::diagnostics::{shown, Diagnostic, DiagnosticKind, Diagnostics};
 use crate::keys::{env_name, GlobalKey};
 use crate::parse::{self, Secs};
 use crate::source::{Source, Sourced};
@@ -21,16 +21,27 @@ pub trait EnvSource {
     fn var_names(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether the variable is set to bytes that are not valid UTF-8, so [`var`](Self::var)
+    /// gave a lossy copy. Such a value is refused: a replaced byte could change its meaning
+    /// (a service name no code uses). The default: never.
+    fn is_lossy(&self, _name: &str) -> bool {
+        false
+    }
 }
 
-/// The real process environment. A value that is not valid UTF-8 is read lossily, so it is
-/// reported as invalid instead of silently ignored.
+/// The real process environment. A value that is not valid UTF-8 is read lossily and
+/// reported as invalid (see [`EnvSource::is_lossy`]), not silently ignored.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProcessEnv;
 
 impl EnvSource for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
         std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+    }
+
+    fn is_lossy(&self, name: &str) -> bool {
+        std::env::var_os(name).is_some_and(|v| v.to_str().is_none())
     }
 
     fn var_names(&self) -> Vec<String> {
@@ -168,11 +179,24 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     /// The variable's raw value; empty or blank counts as unset (`VAR=` is a common way to
-    /// clear a variable in shells and compose files).
+    /// clear a variable in shells and compose files). A value that is not valid UTF-8 is
+    /// reported and left out.
     fn raw(&mut self, key: GlobalKey) -> Option<String> {
-        self.source
-            .var(key.env_var(self.prefix))
-            .filter(|v| !v.trim().is_empty())
+        let name = key.env_var(self.prefix);
+        let value = self.source.var(name).filter(|v| !v.trim().is_empty())?;
+        if !self.source.is_lossy(name) {
+            return Some(value);
+        }
+        let outcome = match key {
+            GlobalKey::ServiceOverrides => "all overrides ignored",
+            _ => "ignored, each service keeps its own value",
+        };
+        self.diags.push(Diagnostic::env(
+            DiagnosticKind::InvalidValue,
+            name,
+            format!("is not valid UTF-8, got {}; {outcome}", shown(&value)),
+        ));
+        None
     }
 
     fn get<T>(

@@ -8,7 +8,8 @@
 //! - a `service_name` key is ignored (C7);
 //! - any invalid value skips that service's whole override; the others still apply (C8),
 //!   including a number JSON cannot hold (`1e400`) and a repeated key (a service or a setting
-//!   given twice: which one was meant is unknown), each reported at its path;
+//!   given twice: which one was meant is unknown), each reported at its path; a repeated
+//!   service or section is still read, so the problems inside it are named too;
 //! - a service whose override is not an object is ignored (C9);
 //! - unknown keys warn, naming the key and service, with the closest valid key (C10).
 
@@ -164,6 +165,8 @@ pub(crate) fn parse(
                     ),
                 );
             }
+            // Still read, so `check` names every problem in it at once.
+            ctx.body(service, value.get(), false);
             continue;
         }
         if let Some(ov) = ctx.service(service, value.get()) {
@@ -202,6 +205,13 @@ impl Ctx<'_> {
             );
             return None;
         }
+        self.body(service, value, true)
+    }
+
+    /// Reads one service's override; `None` if any of it is invalid (C8). `suspect`: whether
+    /// to warn about a name spelt like a built-in one.
+    fn body(&mut self, service: &str, value: &str, suspect: bool) -> Option<ServiceOverride> {
+        let svc = segment(service);
         let Ok(fields) = Members::parse(value) else {
             // Under a name like `api_key` the value is the secret, though alone it reads as
             // none: only its kind is said.
@@ -217,33 +227,52 @@ impl Ctx<'_> {
             );
             return None;
         };
-        self.suspect_name(service, &svc);
+        if suspect {
+            self.suspect_name(service, &svc);
+        }
         let mut ov = ServiceOverride::default();
         let mut valid = true;
         for (i, (key, v)) in fields.0.iter().enumerate() {
             let path = format!("{svc}.{}", segment(key));
             if !self.once(&fields, i, &path, &svc) {
                 valid = false;
+                // A repeated section is still read, so the problems in it are named too; it
+                // is not applied.
+                if SECTIONS.contains(&key.as_str()) {
+                    self.member(&mut ServiceOverride::default(), &svc, &path, key, v.get());
+                }
                 continue;
             }
-            let v = v.get();
-            match key.as_str() {
-                SERVICE_NAME => trace_ignored(&path),
-                "retry" => valid &= self.section(&mut ov, &svc, &path, v, &RETRY_KEYS),
-                "circuit_breaker" => valid &= self.section(&mut ov, &svc, &path, v, &BREAKER_KEYS),
-                _ => {
-                    let hint = if RETRY_KEYS.contains(&key.as_str()) {
-                        format!("; put it inside `retry`: {svc}.retry.{key}")
-                    } else if BREAKER_KEYS.contains(&key.as_str()) {
-                        format!("; put it inside `circuit_breaker`: {svc}.circuit_breaker.{key}")
-                    } else {
-                        did_you_mean(key, &SECTIONS)
-                    };
-                    self.unknown_key(path, &svc, &hint);
-                }
-            }
+            valid &= self.member(&mut ov, &svc, &path, key, v.get());
         }
         valid.then_some(ov)
+    }
+
+    /// One member of a service's override; `false` when it holds an invalid value.
+    fn member(
+        &mut self,
+        ov: &mut ServiceOverride,
+        svc: &str,
+        path: &str,
+        key: &str,
+        v: &str,
+    ) -> bool {
+        match key {
+            SERVICE_NAME => trace_ignored(path),
+            "retry" => return self.section(ov, svc, path, v, &RETRY_KEYS),
+            "circuit_breaker" => return self.section(ov, svc, path, v, &BREAKER_KEYS),
+            _ => {
+                let hint = if RETRY_KEYS.contains(&key) {
+                    format!("; put it inside `retry`: {svc}.retry.{key}")
+                } else if BREAKER_KEYS.contains(&key) {
+                    format!("; put it inside `circuit_breaker`: {svc}.circuit_breaker.{key}")
+                } else {
+                    did_you_mean(key, &SECTIONS)
+                };
+                self.unknown_key(path.to_owned(), svc, &hint);
+            }
+        }
+        true
     }
 
     /// Parses `retry` or `circuit_breaker`; `false` when any value is invalid (C8).

@@ -38,10 +38,14 @@ pub(crate) fn count_json(value: &Value, min: u32) -> Result<u32, String> {
         Value::Number(n) => match (n.as_u64(), n.as_i64()) {
             (Some(n), _) => check_count(n, min, &text),
             (None, Some(_)) => Err(format!("must be >= {min}, got {text}")),
-            // A whole number past u64 arrives as a float (`1e+23`).
-            (None, None) if n.as_f64().is_some_and(|f| f >= 1.0 && f.fract() == 0.0) => {
+            // A whole number past u64 arrives as a float (`1e+23`); so does `5.0`, which is
+            // in range, just not written as a count.
+            (None, None) if n.as_f64().is_some_and(|f| f > f64::from(u32::MAX)) => {
                 Err(format!("must be at most {}, got {text}", u32::MAX))
             }
+            (None, None) if n.as_f64().is_some_and(|f| f >= 1.0 && f.fract() == 0.0) => Err(
+                format!("must be a whole number written without `.` or an exponent, got {text}"),
+            ),
             (None, None) => Err(format!("must be a whole number >= {min}, got {text}")),
         },
         _ => Err(format!("must be a whole number >= {min}, got {text}")),
@@ -85,7 +89,8 @@ fn check_secs(secs: f64, rule: Secs, shown_value: &str) -> Result<f64, String> {
     if !in_range || duration.is_err() {
         return Err(format!("{}, got {shown_value}", secs_rule(rule)));
     }
-    Ok(secs)
+    // `-0` passes `>= 0.0`; read it as plain zero, or `explain` shows `-0.0 s`.
+    Ok(if secs == 0.0 { 0.0 } else { secs })
 }
 
 fn secs_rule(rule: Secs) -> &'static str {

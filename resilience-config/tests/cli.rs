@@ -231,6 +231,27 @@ fn explain_marks_a_base_delay_under_the_strategy_floor() {
     assert!(base.contains("0.5 s (floor 2.0 s)"), "{base}");
 }
 
+/// R5: `explain --json` says a base delay is under its strategy's floor, as the table does;
+/// it used to give the configured value alone, so a tool read 0.5 s where 2.0 s is used.
+#[test]
+fn r5_explain_json_reports_a_base_delay_under_the_strategy_floor() {
+    let o = run(
+        &["explain", "--json"],
+        &[("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", "linear")],
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let base = &doc["services"]["trace_service"]["base_delay"];
+    assert_eq!(base["value"], 0.5, "{base}");
+    assert_eq!(base["floor"], 2.0, "{base}");
+    let o = run(&["explain", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let base = &doc["services"]["trace_service"]["base_delay"];
+    assert!(
+        base.get("floor").is_none(),
+        "0.5 s is over the fixed floor: {base}"
+    );
+}
+
 /// C11: a custom service is valid; only a name an edit or two from a built-in one is
 /// suspect, and `check` shows that as a warning without failing (it used to flag
 /// `user_service` as "did you mean `plan_service`?" and exit 1).
@@ -324,4 +345,115 @@ fn c1_check_warns_when_base_delay_exceeds_max_delay() {
         "{line}"
     );
     assert!(out.contains("OK:"), "{out}");
+}
+
+/// C1: a variable that is not valid UTF-8 is refused and named. An override under a
+/// service name with a stray byte used to apply to a service no code can name (`my_svc�`),
+/// and `check` said OK.
+#[cfg(unix)]
+#[test]
+fn c1_check_refuses_a_variable_that_is_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let cases: [(&str, &[u8]); 2] = [
+        (
+            OVERRIDES,
+            b"{\"my_svc\xff\": {\"retry\": {\"max_attempts\": 5}}}",
+        ),
+        ("CLEVERAGENTS_RETRY_BACKOFF_STRATEGY", b"fixed\xff"),
+    ];
+    for (var, bytes) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_resilience-config"))
+            .arg("check")
+            .env_clear()
+            .env(var, OsStr::from_bytes(bytes))
+            .output()
+            .expect("the binary runs");
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{var}: {out}");
+        assert!(out.contains(&format!("error: {var}: ")), "{out}");
+        assert!(out.contains("not valid UTF-8"), "{out}");
+        assert!(out.contains("1 problem(s)"), "{out}");
+    }
+}
+
+/// R5, R4: a strategy's floor above `max_delay` is defeated by the cap (linear 0.5 s, floor
+/// 2.0 s, cap 1.0 s: every wait is 1.0 s). `check` warns as for a base delay above the cap;
+/// it compared the configured 0.5 s and said nothing.
+#[test]
+fn r5_check_warns_when_the_floor_exceeds_max_delay() {
+    let json = r#"{"trace_service": {"retry": {"backoff_strategy": "linear", "max_delay": 1.0}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, json)]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("warning: trace_service: retry.base_delay"))
+        .unwrap_or_else(|| panic!("no warning in\n{out}"));
+    assert!(line.contains("floor 2.0 s"), "{line}");
+    assert!(
+        line.contains("exceeds retry.max_delay 1 s (json)"),
+        "{line}"
+    );
+}
+
+/// R4: with strategy `none` there is no wait, so a base delay over `max_delay` (say a cap of 0
+/// set for that very reason) changes nothing and is not worth a warning; `check` gave one.
+#[test]
+fn r4_check_does_not_warn_about_the_base_delay_of_strategy_none() {
+    let json = r#"{"trace_service": {"retry": {"backoff_strategy": "none", "max_delay": 0}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, json)]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("warning"), "{out}");
+}
+
+/// C13: `explain | head -1` with a long output (many services in a valid override) ends
+/// quietly with its usual status; it panicked ("failed printing to stdout: Broken pipe",
+/// status 101) once the reader had gone.
+#[test]
+fn c13_explain_into_a_closed_pipe_exits_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let services: Vec<String> = (0..900).map(|i| format!(r#""s{i}": {{}}"#)).collect();
+    let json = format!("{{{}}}", services.join(","));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resilience-config"))
+        .arg("explain")
+        .env_clear()
+        .env(OVERRIDES, &json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut first = String::new();
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    out.read_line(&mut first).expect("a first line");
+    assert!(first.starts_with("resilience configuration"), "{first}");
+    drop(out);
+    let o = child.wait_with_output().expect("the binary ends");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+}
+
+/// C13: a failed write (a full disk) is one line on stderr and status 2, not a panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn c13_explain_into_a_full_device_reports_the_write_error() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    for args in [&["explain"][..], &["explain", "--json"], &["check"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_resilience-config"))
+            .args(args)
+            .env_clear()
+            .stdout(full.try_clone().expect("a second handle"))
+            .output()
+            .expect("the binary runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains("cannot write"), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    }
 }

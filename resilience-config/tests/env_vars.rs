@@ -245,3 +245,22 @@ fn c10_env_hints_compare_the_name_after_its_family() {
     assert!(total.contains("retry.total_timeout"), "{total}");
     assert!(message("RETRY_MAX_ATEMPTS").contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS?"));
 }
+
+/// C1: `-0` is zero seconds, from env and JSON alike; it used to be kept as `-0.0` and shown as
+/// `-0.0 s` by `explain` (and `-0.0` in its JSON).
+#[test]
+fn c1_negative_zero_seconds_read_as_plain_zero() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_BASE_DELAY", "-0"),
+        (
+            "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES",
+            r#"{"plan_service": {"circuit_breaker": {"cooldown_seconds": -0.0}}}"#,
+        ),
+    ]);
+    assert!(c.diagnostics().is_empty(), "{:?}", c.diagnostics());
+    let s = c.resolve("plan_service", &CodeDeclared::EMPTY);
+    for secs in [s.base_delay.value, s.cooldown_seconds.value] {
+        assert_eq!(secs, 0.0);
+        assert!(secs.is_sign_positive(), "{secs:?}");
+    }
+}

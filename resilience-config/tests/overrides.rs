@@ -446,3 +446,51 @@ fn c9_a_non_object_under_a_secret_name_is_not_shown() {
     let c = with_overrides(r#"{"plan_service": "fast"}"#);
     assert!(c.diagnostics()[0].message().contains("fast"));
 }
+
+/// C8: a count written as a float (`5.0`, `1e2`) is refused, but it is not "too large": the
+/// message used to say `must be at most 4294967295, got 5.0`.
+#[test]
+fn c8_a_count_written_as_a_float_is_not_called_too_large() {
+    for (raw, shown) in [("5.0", "5.0"), ("1e2", "100.0")] {
+        let c = with_overrides(&format!(
+            r#"{{"plan_service": {{"retry": {{"max_attempts": {raw}}}}}}}"#
+        ));
+        let d = c.diagnostics();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].path(), Some("plan_service.retry.max_attempts"));
+        let message = d[0].to_string();
+        assert!(!message.contains("at most"), "{message}");
+        assert!(message.contains("whole number"), "{message}");
+        assert!(message.contains(shown), "{message}");
+    }
+}
+
+/// C8, C10: a repeated service or section is still read, so `check` names the problems
+/// inside it too (none of it applies). They used to be hidden behind "appears 2 times", to
+/// surface one by one once the repeat was merged.
+#[test]
+fn c8_problems_inside_a_repeated_service_or_section_are_still_named() {
+    let c = with_overrides(
+        r#"{"s": {"retry": {"max_attempts": 0}},
+            "s": {"retry": {"base_delay": -1}},
+            "t": {"retry": {"jitter": "x"}, "retry": {"max_delay": null}},
+            "plan_service": {"retry": {"max_attempts": 4}}}"#,
+    );
+    let d = c.diagnostics();
+    let paths: Vec<_> = d.iter().filter_map(|d| d.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            "s",
+            "s.retry.max_attempts",
+            "s.retry.base_delay",
+            "t.retry",
+            "t.retry.jitter",
+            "t.retry.max_delay"
+        ],
+        "{d:?}"
+    );
+    assert!(d.iter().all(|d| d.kind() == DiagnosticKind::InvalidValue));
+    assert!(!c.has_override("s") && !c.has_override("t"));
+    assert_eq!(resolve(&c, "plan_service").max_attempts.value, 4);
+}

@@ -1,6 +1,7 @@
 //! `check`: every problem, or one OK line.
 
 use resilience_config::{CodeDeclared, Config, DiagnosticKind};
+use resilience_core::backoff::BackoffStrategy;
 
 /// What `check` prints and how many problems it found.
 pub struct Report {
@@ -20,11 +21,21 @@ pub fn run(config: &Config) -> Report {
     let services = config.service_names();
     for name in &services {
         let s = config.resolve(name, &CodeDeclared::EMPTY);
-        // Valid (max_delay caps every delay, R4) but almost surely not what was meant.
-        if s.base_delay.value > s.max_delay.value {
+        // Valid (max_delay caps every delay, R4) but almost surely not what was meant. The
+        // base delay used is the strategy's floor when it is under it (R5): the cap defeats
+        // that floor too. `none` never waits, so its base delay is moot.
+        let strategy = s.backoff_strategy.value;
+        let floor = strategy.floor().as_secs_f64();
+        let waits = strategy != BackoffStrategy::None;
+        if waits && s.base_delay.value.max(floor) > s.max_delay.value {
+            let floored = if s.base_delay.value < floor {
+                format!("; {strategy} floor {floor:?} s")
+            } else {
+                String::new()
+            };
             advice.push(format!(
-                "warning: {}: retry.base_delay {} s ({}) exceeds retry.max_delay {} s ({}): \
-                 every delay is capped at {} s",
+                "warning: {}: retry.base_delay {} s ({}{floored}) exceeds retry.max_delay {} s \
+                 ({}): every delay is capped at {} s",
                 crate::render::name(name),
                 s.base_delay.value,
                 s.base_delay.source.label(),

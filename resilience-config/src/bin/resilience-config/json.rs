@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 /// `{"prefix", "services": {NAME: {"category", KEY: {"value", "source", …}}}, "diagnostics"}`.
 /// A source is `built-in`, `code`, `env` (with `env_var`), `json` (with `path`) or `default`.
+/// A base delay under its strategy's floor also has `floor`, the delay used (R5).
 pub fn document(config: &Config, services: &[String]) -> String {
     let mut out = Map::new();
     for name in services {
@@ -17,6 +18,9 @@ pub fn document(config: &Config, services: &[String]) -> String {
             let mut v = Map::new();
             v.insert("value".into(), render::json_value(e.value));
             v.insert("source".into(), e.source.label().into());
+            if let Some(floor) = render::floor(&s, &e) {
+                v.insert("floor".into(), floor.into());
+            }
             match e.source {
                 Source::Env(var) => {
                     v.insert("env_var".into(), var.into());

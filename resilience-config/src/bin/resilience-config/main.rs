@@ -4,6 +4,8 @@
 //! - `explain [--json] [--service NAME]`: every service's retry and breaker values and where
 //!   each came from;
 //! - `check`: every problem in the environment; exit status 1 if there is any.
+//!
+//! Status 2: bad arguments, or the output could not be written.
 
 mod args;
 mod check;
@@ -14,33 +16,50 @@ mod render;
 use args::{Cli, Command};
 use clap::Parser;
 use resilience_config::{Config, ProcessEnv};
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = Config::with_prefix(&cli.prefix, &ProcessEnv);
-    match cli.command {
+    let explain = matches!(cli.command, Command::Explain { .. });
+    let (out, status) = match cli.command {
         Command::Explain { json, service } => {
             let services = match service {
                 Some(name) => vec![name],
                 None => config.service_names(),
             };
-            if json {
-                println!("{}", json::document(&config, &services));
+            let out = if json {
+                json::document(&config, &services) + "\n"
             } else {
-                print!("{}", explain::table(&config, &services));
-            }
-            explain::warn_on_stderr(&config);
-            ExitCode::SUCCESS
+                explain::table(&config, &services)
+            };
+            (out, ExitCode::SUCCESS)
         }
         Command::Check => {
             let report = check::run(&config);
-            print!("{}", report.text);
-            if report.problems == 0 {
+            let status = if report.problems == 0 {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
-            }
+            };
+            (report.text, status)
         }
+    };
+    // `print!` panics when stdout fails: a reader that left early (`| head`) is not an error;
+    // anything else is said in one line.
+    let mut stdout = io::stdout().lock();
+    let written = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+    if explain {
+        explain::warn_on_stderr(&config);
+    }
+    match written {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("resilience-config: cannot write the output: {e}");
+            ExitCode::from(2)
+        }
+        _ => status,
     }
 }

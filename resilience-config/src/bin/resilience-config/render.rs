@@ -4,13 +4,17 @@ use resilience_config::{Entry, ServiceSettings, SettingValue, Source};
 
 /// A value as shown in the table; a base delay under its strategy's floor says so (R5).
 pub fn value(settings: &ServiceSettings, entry: &Entry) -> String {
-    if entry.key == "base_delay" {
-        let floor = settings.backoff_strategy.value.floor().as_secs_f64();
-        if settings.base_delay.value < floor {
-            return format!("{} (floor {floor:?} s)", entry.value);
-        }
+    match floor(settings, entry) {
+        Some(floor) => format!("{} (floor {floor:?} s)", entry.value),
+        None => entry.value.to_string(),
     }
-    entry.value.to_string()
+}
+
+/// The strategy's floor in seconds when `entry` is a base delay under it (R5): the delay
+/// actually used.
+pub fn floor(settings: &ServiceSettings, entry: &Entry) -> Option<f64> {
+    let floor = settings.backoff_strategy.value.floor().as_secs_f64();
+    (entry.key == "base_delay" && settings.base_delay.value < floor).then_some(floor)
 }
 
 /// A source as shown in the table.
