@@ -83,13 +83,18 @@ pub enum QuotaWaitReason {
 /// Wait, then ask again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaWait {
-    /// How long until asking again can succeed (the block's end, the reset, ...). The same
-    /// for every waiter of one block: a caller that loops on
-    /// [`try_acquire`](crate::SharedQuota::try_acquire) itself should add a draw from its
-    /// priority's G6 window ([`WaitPolicy::windows`](crate::WaitPolicy::windows)) before
-    /// asking again, as [`acquire`](crate::SharedQuota::acquire) does; otherwise every
-    /// such caller, in every process, asks at the same instant (G6: no herd).
+    /// How long until asking again can succeed (the block's end, the reset, ...): the same
+    /// for every waiter of one block.
     pub delay: Duration,
+    /// When *this* caller should ask again, if it loops on
+    /// [`try_acquire`](crate::SharedQuota::try_acquire) itself: after a block, or a reset due
+    /// within the poll bound, `delay` plus a draw from its priority's G6 window
+    /// ([`WaitPolicy::windows`](crate::WaitPolicy::windows)); while the quota is spent, the
+    /// jittered poll bound ([`WaitPolicy::poll`](crate::WaitPolicy::poll)). Sleeping `delay`
+    /// instead would bring every such caller, in every process, back at one instant (G6: no
+    /// herd). [`acquire`](crate::SharedQuota::acquire) sleeps this, and also wakes early
+    /// when quota comes back.
+    pub retry_in: Duration,
     /// Why.
     pub reason: QuotaWaitReason,
 }

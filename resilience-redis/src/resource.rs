@@ -48,16 +48,21 @@ impl SharedQuota {
         cost: u32,
         priority: Priority,
     ) -> Result<QuotaDecision, RedisQuotaError> {
-        let priority = priority as u8;
-        match self
-            .inner
-            .call(&self.state, Op::Acquire { cost, priority })
-            .await
-        {
+        let asked = self.inner.clock.now();
+        let op = Op::Acquire {
+            cost,
+            priority: priority as u8,
+        };
+        let mut decision = match self.inner.call(&self.state, op).await {
             Ok(r) => self.decision(&r, cost),
             Err(CallError::Server(e)) => Err(e),
             Err(CallError::Lost) => self.offline_acquire(cost),
+        }?;
+        if let QuotaDecision::Wait(w) = &mut decision {
+            let round_trip = self.inner.clock.now().saturating_sub(asked);
+            w.retry_in = crate::wait::plan(w, priority, &self.inner.cfg.wait, round_trip).sleep;
         }
+        Ok(decision)
     }
 
     /// Waits until `cost` is granted. `priority` orders the waiters of every process: after
@@ -329,6 +334,7 @@ impl SharedQuota {
         let wait = |reason| {
             Ok(QuotaDecision::Wait(QuotaWait {
                 delay: Duration::from_millis(r.wait_ms),
+                retry_in: Duration::from_millis(r.wait_ms), // set by try_acquire
                 reason,
             }))
         };
@@ -413,6 +419,7 @@ impl SharedQuota {
             )),
             Err(OfflineRefusal::Blocked(d)) => Ok(QuotaDecision::Wait(QuotaWait {
                 delay: d,
+                retry_in: d, // set by try_acquire
                 reason: QuotaWaitReason::Blocked,
             })),
             Err(OfflineRefusal::NoShare) => Err(unavailable(self.inner.cfg.reconnect_every)),

@@ -72,6 +72,7 @@ mod tests {
     fn w(reason: QuotaWaitReason, ms: u64) -> QuotaWait {
         QuotaWait {
             delay: Duration::from_millis(ms),
+            retry_in: Duration::from_millis(ms),
             reason,
         }
     }

@@ -234,6 +234,42 @@ async fn futures(q: &SharedQuota, n: usize) -> Vec<QuotaGrant> {
     out
 }
 
+/// A caller that loops on `try_acquire` itself is told when to come back (`retry_in`): the
+/// block's end plus a draw in its priority's G6 window, so such callers are spread and in
+/// priority order too. Before, they had only `delay`, the same for every waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_try_acquire_tells_each_waiter_when_to_come_back_in_its_window() {
+    let Some(srv) = server() else { return };
+    let p = prefix("retryin");
+    let wait = WaitPolicy {
+        windows: [(MS(0), MS(100)), (MS(100), MS(400)), (MS(400), MS(1_000))],
+        ..WaitPolicy::default()
+    };
+    let (_r, a) = plain(&srv, &p, "a", 1_000, MS(3_600_000), wait).await;
+    let limited = Observation::from_headers(429, [("retry-after", "5")]);
+    a.observe(None, &limited).await.expect("observe");
+    let mut by_priority = [Vec::new(), Vec::new(), Vec::new()];
+    for i in 0..60 {
+        let pr = [Priority::P0, Priority::P1, Priority::P2][i % 3];
+        let QuotaDecision::Wait(w) = a.try_acquire(1, pr).await.expect("ask") else {
+            panic!("granted during a block");
+        };
+        assert_eq!(w.reason, QuotaWaitReason::Blocked);
+        // Past the block's end, within the priority's window after it.
+        let past = w.retry_in.checked_sub(w.delay).expect("retry_in >= delay");
+        by_priority[pr as usize].push(past.as_millis());
+    }
+    eprintln!("retry_in past the block's end, ms, P0/P1/P2: {by_priority:?}");
+    for (past, (lo, hi)) in by_priority.iter().zip([(0, 100), (100, 400), (400, 1_000)]) {
+        assert!(past.iter().all(|t| (lo..hi).contains(t)), "{past:?}");
+        let spread = past.iter().max().unwrap() - past.iter().min().unwrap();
+        assert!(
+            spread >= (hi - lo) / 4,
+            "20 draws within {spread} ms: {past:?}"
+        );
+    }
+}
+
 // ---- 2. No herd at a reset ---------------------------------------------------------------
 
 /// A quota spent by grants (no 429 seen): the waiters paused until the reset come back in
