@@ -457,3 +457,27 @@ fn c13_explain_into_a_full_device_reports_the_write_error() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
     }
 }
+
+/// A service name read from the environment must not drive the terminal: an escape sequence
+/// in an override's key (a cleared screen, a colour, a cursor move hiding the lines above)
+/// is shown escaped by `explain` and `check`, on stdout and on stderr.
+#[test]
+fn c13_control_characters_in_a_service_name_are_shown_escaped() {
+    let overrides =
+        r#"{"evil\u001b[2J\u001b[31msvc": {"retry": {"max_attempts": 0}}, "ok\u0007": {}}"#;
+    for args in [&["explain"][..], &["check"], &["explain", "--json"]] {
+        let o = run(args, &[(OVERRIDES, overrides)]);
+        for (what, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !bytes.iter().any(|&b| b < 0x20 && b != b'\n' && b != b'\t'),
+                "{args:?} {what} holds raw control characters: {text:?}"
+            );
+        }
+        let all = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+        assert!(
+            all.contains("evil"),
+            "{args:?}: the service is still named: {all}"
+        );
+    }
+}

@@ -46,7 +46,7 @@ fn header() -> Vec<String> {
 /// Loading problems go to stderr so the table stays clean; `check` lists them in full.
 pub fn warn_on_stderr(config: &Config) {
     for d in config.diagnostics() {
-        eprintln!("warning: {d}");
+        eprintln!("warning: {}", crate::render::printable(&d.to_string()));
     }
     if !config.diagnostics().is_empty() {
         eprintln!("(run `resilience-config check` to validate; exit status 1 on problems)");

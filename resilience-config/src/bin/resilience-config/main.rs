@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     // anything else is said in one line.
     let mut stdout = io::stdout().lock();
     let written = stdout
-        .write_all(out.as_bytes())
+        .write_all(render::printable(&out).as_bytes())
         .and_then(|()| stdout.flush());
     if explain {
         explain::warn_on_stderr(&config);

@@ -57,7 +57,30 @@ pub fn columns(rows: &[Vec<String>]) -> String {
 }
 
 /// A service name as shown: sanitized (a name read from the environment could carry a
-/// credential, e.g. a URL pasted as a key).
+/// credential, e.g. a URL pasted as a key) and [`printable`].
 pub fn name(name: &str) -> String {
-    resilience_core::sanitize(name).into_owned()
+    // Escaped here too, not only on output, so the table's columns are measured on what shows.
+    printable(&resilience_core::sanitize(name)).into_owned()
+}
+
+/// `text` with every control character but newline and tab written as an escape (`\u{1b}`):
+/// service names come from the environment, and one must not drive the terminal (a cleared
+/// screen or a cursor move can hide the lines above it, a colour can fake a status).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_hidden_control) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_hidden_control(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+fn is_hidden_control(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
 }
