@@ -90,6 +90,11 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// framework's own refusals (open circuit, total timeout) reach the caller as
 /// `E::from(ResilienceError)`.
 ///
+/// Every error the fn returns counts as transient: the attribute takes no classifier, so an
+/// error type's [`retry::RetryHint`] (permanent, or a Retry-After) is not consulted. For
+/// that, write the call with the builder and `.classify(resilience::retry::ByHint)`
+/// ([`retry::Call::classify`]).
+///
 /// Within the body, `?` and `return` end the current attempt, not the call: the next attempt
 /// (if any) runs the whole body again, borrowing `self` afresh and starting from fresh clones
 /// of the by-value arguments (M4).
