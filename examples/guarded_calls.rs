@@ -97,7 +97,7 @@ fn main() {
     let out = plans.call("apply_plan").run(|| db.call());
     println!(
         "   -> {:?} after {} call",
-        out.map_err(|e| e.to_string()),
+        out.map_err(|e| resilience::sanitize(&e.to_string()).into_owned()),
         db.calls.load(Ordering::SeqCst)
     );
 

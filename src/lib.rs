@@ -90,6 +90,11 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// framework's own refusals (open circuit, total timeout) reach the caller as
 /// `E::from(ResilienceError)`.
 ///
+/// Every error the fn returns counts as transient: the attribute takes no classifier, so an
+/// error type's [`retry::RetryHint`] (permanent, or a Retry-After) is not consulted. For
+/// that, write the call with the builder and `.classify(resilience::retry::ByHint)`
+/// ([`retry::Call::classify`]).
+///
 /// Within the body, `?` and `return` end the current attempt, not the call: the next attempt
 /// (if any) runs the whole body again, borrowing `self` afresh and starting from fresh clones
 /// of the by-value arguments (M4).
@@ -158,8 +163,34 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 ///     fn size(&self) -> Result<usize, ApiError> { Ok(self.0.len()) }
 /// }
 ///
-/// // Defaults for a whole inline `mod` (or `impl` block, see [`service_defaults`]), and a
-/// // facade reached through a re-export (`crate = "…"`).
+/// // A trait default method, here with the trait's defaults: every implementor that keeps it
+/// // gets the guarded body.
+/// #[service_defaults(service = "plan_service")]
+/// pub trait Describe {
+///     fn name(&self) -> String;
+///     #[retry_service_operation(idempotent)]
+///     fn describe(&self) -> Result<String, ApiError> { Ok(format!("plan {}", self.name())) }
+/// }
+/// impl Describe for Client {
+///     fn name(&self) -> String { self.0.join(",") }
+/// }
+///
+/// // Defaults for an `impl` block: each method inherits them and declares only what differs.
+/// pub struct Store { rows: Vec<u64> }
+/// #[service_defaults(service = "vector_store_service", total_timeout = 10, max_attempts = 4)]
+/// impl Store {
+///     #[retry_service_operation(idempotent, backoff = "jitter")] // 4 attempts, 10 s, jittered
+///     pub fn count(&self) -> Result<usize, ApiError> { Ok(self.rows.len()) }
+///
+///     #[retry_service_operation] // a write: vector_store_service, 10 s, runs once
+///     pub async fn push(&mut self, row: u64) -> Result<usize, ApiError> {
+///         self.rows.push(row);
+///         Ok(self.rows.len())
+///     }
+/// }
+///
+/// // Defaults for a whole inline `mod`, and a facade reached through a re-export
+/// // (`crate = "…"`).
 /// mod platform {
 ///     pub(crate) use ::resilience as guarded;
 /// }
@@ -177,9 +208,13 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 ///     assert_eq!(delete_plan(9).unwrap(), 9);
 ///     assert_eq!(find(&["a", "b"], "b").unwrap(), Some(&"b"));
 ///     assert_eq!(Client(vec!["a".into()]).size().unwrap(), 1);
+///     assert_eq!(Client(vec!["a".into()]).describe().unwrap(), "plan a");
+///     let mut store = Store { rows: vec![] };
+///     assert_eq!(store.count().unwrap(), 0);
 ///     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 ///     assert_eq!(rt.block_on(fetch(4)).unwrap(), 4);
 ///     assert_eq!(rt.block_on(audit::last_entry()).unwrap(), 7);
+///     assert_eq!(rt.block_on(store.push(5)).unwrap(), 1);
 /// }
 /// ```
 ///
