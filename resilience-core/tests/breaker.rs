@@ -162,6 +162,21 @@ fn b2_state_and_is_open_move_to_half_open_lazily() {
 }
 
 #[test]
+fn b2_open_for_counts_down_to_the_moment_half_open_is_due() {
+    let (b, clock) = breaker(1, 60, 0, 1);
+    assert_eq!(b.open_for(), None, "closed");
+    clock.advance(secs(5));
+    fail(&b, 1);
+    assert_eq!(b.open_for(), Some(secs(60)));
+    clock.advance(secs(60) - Duration::from_nanos(1));
+    assert_eq!(b.open_for(), Some(Duration::from_nanos(1)));
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(b.open_for(), None, "due at exactly recovery_timeout");
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+    assert_eq!(b.open_for(), None, "half-open");
+}
+
+#[test]
 fn b3_closes_after_n_consecutive_probe_successes() {
     let (b, clock) = breaker(1, 60, 0, 3);
     fail(&b, 1);
