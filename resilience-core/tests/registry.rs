@@ -120,3 +120,29 @@ fn reload_changes_retry_policy_in_place_and_reports_breaker_changes() {
     assert_eq!(changed, vec![Arc::<str>::from("plan_service")]);
     assert_ne!(registry.generation(), gen);
 }
+
+/// Reload compares each live breaker's own settings with the new ones: an unchanged
+/// non-default breaker is not reported, a changed one is (the service must restart for it).
+#[test]
+fn reload_compares_the_live_breakers_own_settings_not_the_defaults() {
+    let custom = BreakerConfig::new(2, Duration::from_secs(10), Duration::from_secs(5), 3)
+        .expect("valid breaker config");
+    assert_ne!(custom, BreakerConfig::DEFAULT);
+    let with = move |breaker: BreakerConfig| {
+        move |_: &str| ServicePolicy {
+            breaker: Some(breaker),
+            ..policy(3, true)
+        }
+    };
+    let registry = Registry::new(with(custom));
+    let guard = registry.service("plan_service");
+    assert_eq!(guard.breaker().expect("breaker").config(), &custom);
+    assert!(
+        registry.reload(with(custom)).is_empty(),
+        "same settings: no breaker change"
+    );
+    assert_eq!(
+        registry.reload(with(BreakerConfig::DEFAULT)),
+        vec![Arc::<str>::from("plan_service")]
+    );
+}
