@@ -168,6 +168,18 @@ fn r4_exponential_keeps_doubling_past_2_pow_32_under_a_huge_cap() {
     assert_eq!(b.delay(200, &mut rng), Duration::MAX);
 }
 
+#[test]
+fn r4_accessors_report_the_strategy_cap_and_jitter_flag_as_built() {
+    for strategy in ALL {
+        for jitter in [false, true] {
+            let b = backoff(strategy, 1.0, 7.5, jitter);
+            assert_eq!(b.strategy(), strategy);
+            assert_eq!(b.max_delay(), secs(7.5), "{strategy}");
+            assert_eq!(b.jitter(), jitter, "{strategy}");
+        }
+    }
+}
+
 // ---- R5: floors ----
 
 #[test]
