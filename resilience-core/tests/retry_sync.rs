@@ -273,6 +273,48 @@ fn r8_every_failed_attempt_emits_an_event_with_sanitized_error() {
     }
 }
 
+/// R8: the event of the attempt that ends the loop names why the loop did not go on.
+#[test]
+fn r8_the_last_attempts_event_says_why_there_is_no_retry() {
+    let recorder = Recorder::default();
+    let h = harness(exp_policy(2));
+    let once = harness(exp_policy(1));
+    support::thread_subscriber::with_thread_subscriber(recorder.clone(), || {
+        let _: Result<(), TestError> = h.guard.call("write").run(|| Err(op_err("x")));
+        let _: Result<(), TestError> = once
+            .guard
+            .call("single")
+            .idempotent()
+            .run(|| Err(op_err("x")));
+        let _: Result<(), TestError> = h.guard.call("outer").idempotent().run(|| {
+            once.guard
+                .call("nested")
+                .idempotent()
+                .run(|| Err::<(), _>(op_err("x")))?;
+            Ok(())
+        });
+    });
+    let reasons: Vec<(String, String, String)> = recorder
+        .events()
+        .into_iter()
+        .filter(|e| e.target == "resilience::retry")
+        .map(|e| {
+            let field = |k: &str| e.fields.get(k).cloned().unwrap_or_default();
+            (field("operation"), field("attempt"), field("reason"))
+        })
+        .collect();
+    let want = [
+        ("write", "1", "not_idempotent"),
+        ("single", "1", "single_attempt_policy"),
+        ("nested", "1", "nested"),
+        ("outer", "1", ""), // retried: no reason, a delay instead
+        ("nested", "1", "nested"),
+        ("outer", "2", "attempts_exhausted"),
+    ]
+    .map(|(o, a, r)| (o.to_owned(), a.to_owned(), r.to_owned()));
+    assert_eq!(reasons, want);
+}
+
 #[test]
 fn single_attempt_policy_never_retries() {
     let h = harness(exp_policy(1));
