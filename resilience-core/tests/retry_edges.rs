@@ -286,3 +286,76 @@ fn b2_a_circuit_due_to_probe_within_the_wait_is_retried_into() {
         "the probe ran after the 1 s wait"
     );
 }
+
+/// R7 + C1: a policy built from config seconds keeps its values; a total timeout that is
+/// zero, negative or not finite is refused, naming the key.
+#[test]
+fn r7_policy_from_secs_keeps_the_total_timeout_and_rejects_bad_ones() {
+    let backoff = Backoff::from_secs(BackoffStrategy::Linear, 2.5, 30.0, false).unwrap();
+    let p = RetryPolicy::from_secs(4, backoff, 12.5).expect("valid policy");
+    assert_eq!(p.max_attempts(), 4);
+    assert_eq!(p.backoff(), &backoff);
+    assert_eq!(p.total_timeout(), secs(12.5));
+    assert!(p.retry_on_idempotent_only(), "C12: on by default");
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let err = RetryPolicy::from_secs(4, backoff, bad).expect_err("bad total_timeout");
+        assert_eq!(err.field(), "total_timeout", "{bad}");
+    }
+    let err = RetryPolicy::from_secs(0, backoff, 10.0).expect_err("zero attempts");
+    assert_eq!(err.field(), "max_attempts");
+}
+
+/// R7: the deadline counts from the first attempt, not from whenever the clock started.
+#[test]
+fn r7_the_deadline_counts_from_the_first_attempt_not_from_clock_zero() {
+    let h = harness(fixed(3, 10.0));
+    h.clock.advance(secs(1000.0));
+    let runs = AtomicU32::new(0);
+    let out: Result<(), TestError> = h.guard.call("op").idempotent().run(|| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Err(op_err("boom"))
+    });
+    assert_eq!(out, Err(op_err("boom")));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "2 s of waits fit in 10 s");
+    assert_eq!(h.sleeper.delays(), vec![secs(1.0), secs(1.0)]);
+}
+
+/// B2: a circuit whose half-open is due exactly when the wait ends is retried into; only a
+/// circuit that would still refuse after the wait stops the loop.
+#[test]
+fn b2_a_circuit_due_exactly_when_the_wait_ends_is_retried_into() {
+    let h = harness_with(fixed(3, 300.0), |b| {
+        b.breaker(BreakerConfig::new(1, secs(1.0), secs(0.0), 1).unwrap())
+    });
+    let runs = AtomicU32::new(0);
+    let out: Result<(), TestError> = h.guard.call("op").idempotent().run(|| {
+        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            Err(op_err("boom"))
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(out, Ok(()));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "the probe ran after the 1 s wait"
+    );
+    assert_eq!(h.sleeper.delays(), vec![secs(1.0)]);
+}
+
+/// R1: a sync loop driver reports the attempt about to run, from 1.
+#[test]
+fn r1_the_sync_loop_driver_counts_attempts_from_one() {
+    let h = harness(fixed(3, 300.0));
+    let mut driver = h.guard.call("op").idempotent().sync_loop();
+    let mut seen = Vec::new();
+    let out: Result<(), TestError> = loop {
+        seen.push(driver.attempt());
+        if let std::ops::ControlFlow::Break(out) = driver.step(|| Err(op_err("boom"))) {
+            break out;
+        }
+    };
+    assert_eq!(out, Err(op_err("boom")));
+    assert_eq!(seen, [1, 2, 3]);
+}
