@@ -163,31 +163,135 @@ proptest! {
     /// waits, and no minute sees more creations than the rule allows.
     #[test]
     fn g1_g6_g8_no_priority_inversions_in_random_squads(spec in arb_jobs(), block_at in 0u64..120_000) {
-        let mut cfg = ResourceConfig::github();
-        cfg.pacing.windows[0].limit = 12; // tight enough to queue
-        cfg.pacing.windows[0].p0_headroom = 2;
-        cfg.pacing.windows[0].smooth_burst = Some(2);
-        cfg.pacing = cfg.pacing.with_write_spacing(Duration::from_secs(2));
-        let rig = Rig::new(cfg);
-        let prio = |i: usize| match i { 0 => Priority::P0, 8 => Priority::P2, _ => Priority::P1 };
-        let agents: Vec<_> = (0..9).map(|i| rig.agent(&format!("a{i}"), prio(i))).collect();
-        let mut jobs: Vec<Job> = spec.iter().map(|&(a, k, at)| {
-            let req = [Request::read(), Request::write(), Request::create()][k as usize];
-            Job::new(agents[a], prio(a), req, ms(at))
-        }).collect();
-        // One of them meets a secondary limit.
-        let hit = (block_at as usize) % jobs.len();
-        jobs[hit].response = resilience_core::governor::Observation::new(429)
-            .with_header("retry-after", "20");
-        let (served, inv) = simulate(&rig, &jobs);
-        prop_assert_eq!(inv, 0);
-        prop_assert!(served.iter().all(|s| s.granted.is_some()));
-        let creates: Vec<Duration> = served.iter()
-            .filter(|s| jobs[s.job].req.kind() == resilience_core::governor::RequestKind::Create)
-            .filter_map(|s| s.granted).collect();
-        for (i, &t) in creates.iter().enumerate() {
-            let n = creates[i..].iter().take_while(|&&u| u < t + Duration::from_secs(60)).count();
-            prop_assert!(n <= 12, "{} creations in a minute", n);
-        }
+        squad_case(&spec, block_at)?;
     }
 }
+
+/// Random squads on GitHub's rules (see the proptest above): every job is served, no P2 is
+/// served while a P0 waits, and no minute sees more creations than the rule allows.
+fn squad_case(spec: &[(usize, u8, u64)], block_at: u64) -> Result<(), TestCaseError> {
+    let mut cfg = ResourceConfig::github();
+    cfg.pacing.windows[0].limit = 12; // tight enough to queue
+    cfg.pacing.windows[0].p0_headroom = 2;
+    cfg.pacing.windows[0].smooth_burst = Some(2);
+    cfg.pacing = cfg.pacing.with_write_spacing(Duration::from_secs(2));
+    let rig = Rig::new(cfg);
+    let prio = |i: usize| match i {
+        0 => Priority::P0,
+        8 => Priority::P2,
+        _ => Priority::P1,
+    };
+    let agents: Vec<_> = (0..9)
+        .map(|i| rig.agent(&format!("a{i}"), prio(i)))
+        .collect();
+    let mut jobs: Vec<Job> = spec
+        .iter()
+        .map(|&(a, k, at)| {
+            let req = [Request::read(), Request::write(), Request::create()][k as usize];
+            Job::new(agents[a], prio(a), req, ms(at))
+        })
+        .collect();
+    // One of them meets a secondary limit.
+    let hit = (block_at as usize) % jobs.len();
+    jobs[hit].response =
+        resilience_core::governor::Observation::new(429).with_header("retry-after", "20");
+    let (served, inv) = simulate(&rig, &jobs);
+    prop_assert_eq!(inv, 0);
+    prop_assert!(served.iter().all(|s| s.granted.is_some()));
+    let creates: Vec<Duration> = served
+        .iter()
+        .filter(|s| jobs[s.job].req.kind() == resilience_core::governor::RequestKind::Create)
+        .filter_map(|s| s.granted)
+        .collect();
+    for (i, &t) in creates.iter().enumerate() {
+        let n = creates[i..]
+            .iter()
+            .take_while(|&&u| u < t + Duration::from_secs(60))
+            .count();
+        prop_assert!(n <= 12, "{} creations in a minute", n);
+    }
+    Ok(())
+}
+
+/// A case the random squads once shrank to (seen during the mutation-testing review): one
+/// P2 grant while a P0 request waited.
+#[test]
+#[ignore = "fails on the current governor: one P2 grant while a P0 waits (G1); unfixed, see review/mutants report"]
+fn g1_g6_g8_no_priority_inversion_in_a_squad_found_by_proptest() {
+    let spec = SQUAD_FOUND_BY_PROPTEST;
+    squad_case(&spec, 81_333).expect("no inversion, all served, creations within the rule");
+}
+
+const SQUAD_FOUND_BY_PROPTEST: [(usize, u8, u64); 71] = [
+    (2, 2, 46502),
+    (4, 0, 3484),
+    (4, 0, 73685),
+    (4, 0, 73670),
+    (3, 2, 47651),
+    (8, 2, 64446),
+    (8, 1, 77820),
+    (4, 2, 90134),
+    (4, 0, 74524),
+    (5, 2, 68207),
+    (2, 1, 75112),
+    (6, 2, 74431),
+    (0, 2, 39273),
+    (1, 2, 35394),
+    (3, 0, 13822),
+    (0, 1, 54654),
+    (4, 2, 15532),
+    (1, 2, 12431),
+    (7, 0, 84326),
+    (8, 1, 88422),
+    (2, 2, 72310),
+    (5, 1, 21709),
+    (6, 2, 21789),
+    (0, 2, 43961),
+    (3, 2, 99292),
+    (3, 0, 119518),
+    (5, 1, 87689),
+    (1, 1, 16986),
+    (2, 0, 74252),
+    (0, 0, 58437),
+    (5, 0, 74243),
+    (0, 2, 40161),
+    (7, 1, 17266),
+    (8, 2, 113679),
+    (3, 2, 95689),
+    (0, 0, 103105),
+    (3, 0, 102029),
+    (5, 0, 112470),
+    (8, 0, 48368),
+    (5, 2, 49385),
+    (5, 2, 59554),
+    (6, 2, 8724),
+    (7, 2, 585),
+    (0, 0, 96042),
+    (8, 0, 72643),
+    (5, 0, 2531),
+    (3, 1, 39159),
+    (0, 0, 105414),
+    (2, 2, 644),
+    (6, 2, 56738),
+    (8, 2, 100538),
+    (3, 0, 84852),
+    (0, 2, 245),
+    (4, 1, 2493),
+    (4, 1, 116991),
+    (8, 2, 1345),
+    (0, 1, 114285),
+    (0, 1, 108540),
+    (0, 0, 17472),
+    (6, 0, 77356),
+    (7, 1, 93552),
+    (0, 2, 22903),
+    (2, 0, 55693),
+    (8, 2, 76055),
+    (1, 2, 29678),
+    (1, 1, 6692),
+    (0, 2, 65411),
+    (6, 0, 2065),
+    (1, 2, 35949),
+    (0, 0, 283),
+    (7, 0, 98383),
+];
