@@ -213,10 +213,12 @@ fn squad_case(spec: &[(usize, u8, u64)], block_at: u64) -> Result<(), TestCaseEr
     Ok(())
 }
 
-/// A case the random squads once shrank to (seen during the mutation-testing review): one
-/// P2 grant while a P0 request waited.
+/// A case the random squads once shrank to (seen during the mutation-testing review): a P2
+/// read granted while a P0 create waited 12 s more on the creation rule. The governor was
+/// right (a read does not compete for a creation window, and that wait was past the 10 s
+/// unrelated hold, so the read may go: `governor` module docs); the check was stricter than
+/// that contract and now follows it (`simulate`). Kept so the case stays covered.
 #[test]
-#[ignore = "fails on the current governor: one P2 grant while a P0 waits (G1); unfixed, see review/mutants report"]
 fn g1_g6_g8_no_priority_inversion_in_a_squad_found_by_proptest() {
     let spec = SQUAD_FOUND_BY_PROPTEST;
     squad_case(&spec, 81_333).expect("no inversion, all served, creations within the rule");

@@ -23,6 +23,8 @@ pub struct Rig {
     pub clock: ManualClock,
     pub gov: Governor,
     pub core: ResourceId,
+    /// The resource's `Pacing::unrelated_hold`, for what counts as an inversion.
+    pub unrelated_hold: Duration,
 }
 
 impl Rig {
@@ -41,8 +43,14 @@ impl Rig {
             .seed(7)
             .build()
             .expect("valid governor");
+        let unrelated_hold = cfg.pacing.unrelated_hold;
         let core = gov.add_resource("core", cfg).expect("valid resource");
-        Self { clock, gov, core }
+        Self {
+            clock,
+            gov,
+            core,
+            unrelated_hold,
+        }
     }
 
     pub fn agent(&self, name: &str, p: Priority) -> AgentId {
@@ -288,6 +296,8 @@ pub fn simulate(rig: &Rig, jobs: &[Job]) -> (Vec<Served>, u64) {
         })
         .collect();
     let mut grants: Vec<Option<Grant>> = (0..jobs.len()).map(|_| None).collect();
+    // When each waiting job's current wait ends.
+    let mut until: Vec<Option<Duration>> = vec![None; jobs.len()];
     let mut order = Vec::new();
     let mut inversions = 0;
     let mut steps = 0;
@@ -304,11 +314,17 @@ pub fn simulate(rig: &Rig, jobs: &[Job]) -> (Vec<Served>, u64) {
                 match d {
                     Decision::Go(g) => {
                         if jobs[i].priority == Priority::P2 {
+                            // The governor's contract (module docs): nothing goes ahead of a
+                            // P0 that waits for what it competes for (a request of the same
+                            // kind), nor of one whose wait ends within the unrelated hold; a
+                            // read may pass a create waiting longer on a creation rule.
                             let p0_waiting = jobs.iter().enumerate().any(|(k, j)| {
                                 j.priority == Priority::P0
                                     && j.at <= t
                                     && out[k].granted.is_none()
                                     && out[k].refused.is_none()
+                                    && (j.req.kind() == jobs[i].req.kind()
+                                        || until[k].is_none_or(|u| u <= t + rig.unrelated_hold))
                             });
                             inversions += u64::from(p0_waiting);
                         }
@@ -319,6 +335,7 @@ pub fn simulate(rig: &Rig, jobs: &[Job]) -> (Vec<Served>, u64) {
                     }
                     Decision::Wait(w) => {
                         assert!(w.until > t, "a wait must move time forward");
+                        until[i] = Some(w.until);
                         push(&mut heap, &mut events, w.until, Ev::Ask(i, Some(w.ticket)));
                     }
                     Decision::Refuse(r) => out[i].refused = Some(r),
