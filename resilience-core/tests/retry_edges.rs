@@ -265,26 +265,29 @@ async fn b1_an_async_failure_that_opens_the_circuit_ends_the_loop_without_a_wast
     assert_eq!(h.sleeper.delays(), vec![secs(1.0)]);
 }
 
-/// A circuit whose half-open is due before the wait ends still gets its probe.
-#[test]
-fn b2_a_circuit_due_to_probe_within_the_wait_is_retried_into() {
+/// One failure opens the circuit for `recovery` seconds, then the retry waits 1 s: the call's
+/// runs and waits.
+fn fail_once_then_wait_1s(recovery: f64) -> (Result<(), TestError>, u32, Vec<Duration>) {
     let h = harness_with(fixed(3, 300.0), |b| {
-        b.breaker(BreakerConfig::new(1, secs(0.5), secs(0.0), 1).unwrap())
+        b.breaker(BreakerConfig::new(1, secs(recovery), secs(0.0), 1).unwrap())
     });
     let runs = AtomicU32::new(0);
-    let out: Result<(), TestError> = h.guard.call("op").idempotent().run(|| {
+    let out = h.guard.call("op").idempotent().run(|| {
         if runs.fetch_add(1, Ordering::SeqCst) == 0 {
             Err(op_err("boom"))
         } else {
             Ok(())
         }
     });
+    (out, runs.load(Ordering::SeqCst), h.sleeper.delays())
+}
+
+/// A circuit whose half-open is due before the wait ends still gets its probe.
+#[test]
+fn b2_a_circuit_due_to_probe_within_the_wait_is_retried_into() {
+    let (out, runs, _) = fail_once_then_wait_1s(0.5);
     assert_eq!(out, Ok(()));
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        2,
-        "the probe ran after the 1 s wait"
-    );
+    assert_eq!(runs, 2, "the probe ran after the 1 s wait");
 }
 
 /// R7 + C1: a policy built from config seconds keeps its values; a total timeout that is
@@ -324,24 +327,10 @@ fn r7_the_deadline_counts_from_the_first_attempt_not_from_clock_zero() {
 /// circuit that would still refuse after the wait stops the loop.
 #[test]
 fn b2_a_circuit_due_exactly_when_the_wait_ends_is_retried_into() {
-    let h = harness_with(fixed(3, 300.0), |b| {
-        b.breaker(BreakerConfig::new(1, secs(1.0), secs(0.0), 1).unwrap())
-    });
-    let runs = AtomicU32::new(0);
-    let out: Result<(), TestError> = h.guard.call("op").idempotent().run(|| {
-        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
-            Err(op_err("boom"))
-        } else {
-            Ok(())
-        }
-    });
+    let (out, runs, delays) = fail_once_then_wait_1s(1.0);
     assert_eq!(out, Ok(()));
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        2,
-        "the probe ran after the 1 s wait"
-    );
-    assert_eq!(h.sleeper.delays(), vec![secs(1.0)]);
+    assert_eq!(runs, 2, "the probe ran after the 1 s wait");
+    assert_eq!(delays, vec![secs(1.0)]);
 }
 
 /// R1: a sync loop driver reports the attempt about to run, from 1.
