@@ -27,7 +27,7 @@ pub use resilience_config::CodeDeclared;
 
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use resilience_core::retry::AllTransient;
+use resilience_core::retry::{AllTransient, Classifier, ErrorClass};
 
 /// The error type of a guarded fn: it must carry the framework's refusals and render for logs.
 #[diagnostic::on_unimplemented(
@@ -74,6 +74,28 @@ pub fn sync_retry<T, E: RetryableError>(
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E> {
     let mut driver = sync_loop(site, Idempotent);
+    loop {
+        if let ControlFlow::Break(out) = driver.step(&mut attempt) {
+            return out;
+        }
+    }
+}
+
+/// [`sync_retry`] for a fn declared with `classify = …` (R12): `classifier` (from
+/// [`classifier`]) decides which errors are retried and how long a Retry-After holds the
+/// next attempt.
+#[inline]
+pub fn sync_retry_with<T, E: RetryableError>(
+    site: &'static CallSite,
+    classifier: ErasedClassifier<E>,
+    mut attempt: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    let mut driver = site
+        .guard()
+        .call(site.operation())
+        .idempotent()
+        .classify(classifier)
+        .sync_loop();
     loop {
         if let ControlFlow::Break(out) = driver.step(&mut attempt) {
             return out;
@@ -190,6 +212,82 @@ pub fn async_loop(site: &'static CallSite) -> AsyncLoop<'static, AllTransient> {
         .call(site.operation())
         .idempotent()
         .async_loop()
+}
+
+/// The error type `E` of an attempt's `Result<T, E>`, also through an alias
+/// (`app::Result<T>`): what a `classify` value is checked against.
+pub trait AttemptResult {
+    /// `E`.
+    type Error;
+}
+
+impl<T, E> AttemptResult for Result<T, E> {
+    type Error = E;
+}
+
+/// The `classify = …` value of an annotated fn, checked against the fn's error type (`R` is
+/// its `Result<T, E>`) before anything else is inferred from it: an unfit classifier is one
+/// error on the value (a classifier fn for another error type would otherwise decide `E`
+/// and make the body the error). The expansion passes `&value`, which the compiler promotes
+/// to `'static` for what the attribute documents (a unit struct, a `fn`, a `const`).
+#[inline(always)]
+pub fn classifier<R: AttemptResult>(
+    classifier: &'static (dyn Classifier<R::Error> + Sync),
+) -> ErasedClassifier<R::Error> {
+    ErasedClassifier(classifier)
+}
+
+/// A checked `classify` value. Called only after a failed attempt, so the virtual call costs
+/// nothing on the success path, and the drivers are not generic over the classifier.
+pub struct ErasedClassifier<E: 'static>(&'static (dyn Classifier<E> + Sync));
+
+impl<E> Classifier<E> for ErasedClassifier<E> {
+    #[inline]
+    fn classify(&self, error: &E) -> ErrorClass {
+        self.0.classify(error)
+    }
+}
+
+/// [`async_loop`] for a fn declared with `classify = …` (see [`sync_retry_with`]).
+#[inline]
+pub fn async_loop_with<E>(
+    site: &'static CallSite,
+    classifier: ErasedClassifier<E>,
+) -> AsyncLoop<'static, ErasedClassifier<E>> {
+    site.guard()
+        .call(site.operation())
+        .idempotent()
+        .classify(classifier)
+        .async_loop()
+}
+
+/// [`step`] for the driver of [`async_loop_with`].
+#[inline(always)]
+pub fn step_with<'s, T, E: RetryableError, F: Future<Output = Result<T, E>>>(
+    driver: &'s mut AsyncLoop<'static, ErasedClassifier<E>>,
+    attempt: F,
+) -> StepWith<'s, E, F> {
+    StepWith {
+        inner: driver.step(attempt),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`step_with`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct StepWith<'s, E: 'static, F> {
+        #[pin]
+        inner: AsyncStep<'s, 'static, ErasedClassifier<E>, F>,
+    }
+}
+
+impl<T, E: RetryableError, F: Future<Output = Result<T, E>>> Future for StepWith<'_, E, F> {
+    type Output = ControlFlow<Result<T, E>>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx)
+    }
 }
 
 /// `Option::Some(..)` in generated `CodeDeclared` literals, named by absolute path.

@@ -90,10 +90,12 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// framework's own refusals (open circuit, total timeout) reach the caller as
 /// `E::from(ResilienceError)`.
 ///
-/// Every error the fn returns counts as transient: the attribute takes no classifier, so an
-/// error type's [`retry::RetryHint`] (permanent, or a Retry-After) is not consulted. For
-/// that, write the call with the builder and `.classify(resilience::retry::ByHint)`
-/// ([`retry::Call::classify`]).
+/// Every error the fn returns counts as transient unless the fn names a classifier (R12):
+/// `classify = resilience::retry::ByHint` asks the error type's [`retry::RetryHint`], so an
+/// error it calls permanent ends the call at once and one carrying a server's Retry-After
+/// holds the next attempt at least that long (never past the total timeout); `classify =
+/// my_fn` takes any `fn(&E) -> retry::ErrorClass`. Implementing `RetryHint` alone changes
+/// nothing. See *Classifying errors* below.
 ///
 /// Within the body, `?` and `return` end the current attempt, not the call: the next attempt
 /// (if any) runs the whole body again, borrowing `self` afresh and starting from fresh clones
@@ -231,10 +233,11 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// | `backoff = "…"` | `"exponential"`, `"linear"`, `"fixed"`, `"jitter"` or `"none"` |
 /// | `base_delay = secs`, `max_delay = secs` | the backoff's base and cap |
 /// | `jitter = bool` | randomise delays |
+/// | `classify = path` | which errors are retried, and Retry-After hints (R12): `resilience::retry::ByHint`, or a `fn(&E) -> ErrorClass` |
 /// | `crate = "path"` | where the facade is, if not `::resilience` (re-exporting crates) |
 ///
 /// Seconds are integer or float literals. `max_attempts`, `backoff`, `base_delay`,
-/// `max_delay` and `jitter` tune retries, so they require `idempotent`.
+/// `max_delay`, `jitter` and `classify` tune retries, so they require `idempotent`.
 ///
 /// These values are the *code-declared* layer of the configuration (C13): they override the
 /// built-in table, and are themselves overridden by the global env vars
@@ -284,6 +287,63 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// `Copy` types, a copy of the data for an owned `String` or `Vec`. Take `&str` or `&[T]` to
 /// avoid it. A fn that is not retried runs its body once, with no clone and no `Clone` bound:
 /// it may consume its arguments as written.
+///
+/// # Classifying errors (R12)
+///
+/// ```
+/// use resilience::retry::{ByHint, ErrorClass, RetryHint};
+/// use resilience::{retry_service_operation, ResilienceError};
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// enum GhError { NotFound, Throttled { retry_after: Duration }, Refused(ResilienceError) }
+/// impl From<ResilienceError> for GhError {
+///     fn from(e: ResilienceError) -> Self { GhError::Refused(e) }
+/// }
+/// impl std::fmt::Display for GhError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "{self:?}") }
+/// }
+/// impl RetryHint for GhError {
+///     fn retry_hint(&self) -> ErrorClass {
+///         match self {
+///             GhError::NotFound | GhError::Refused(_) => ErrorClass::Permanent,
+///             GhError::Throttled { retry_after } => ErrorClass::RetryAfter(*retry_after),
+///         }
+///     }
+/// }
+///
+/// // A 404 is returned after one attempt; a throttle waits its Retry-After (or the backoff,
+/// // if longer), within the total timeout.
+/// #[retry_service_operation(service = "github", idempotent, classify = ByHint)]
+/// fn get_repo(name: &str) -> Result<String, GhError> {
+///     if name.is_empty() { return Err(GhError::NotFound); }
+///     Ok(name.to_owned())
+/// }
+///
+/// // Or a fn: here only throttles are retried, whatever the error type's hint says.
+/// fn throttles_only(e: &GhError) -> ErrorClass {
+///     match e {
+///         GhError::Throttled { .. } => ErrorClass::Transient,
+///         _ => ErrorClass::Permanent,
+///     }
+/// }
+///
+/// #[retry_service_operation(service = "github", idempotent, classify = throttles_only)]
+/// async fn list_issues(repo: &str) -> Result<Vec<u64>, GhError> {
+///     Ok(vec![1, 2])
+/// }
+///
+/// assert!(matches!(get_repo(""), Err(GhError::NotFound)));
+/// assert_eq!(get_repo("octo").unwrap(), "octo");
+/// ```
+///
+/// The value is a path, checked by the compiler against the fn's error type: a unit struct
+/// (`ByHint`), a `const` or `static` classifier, or a fn. A closure is refused (write it as a
+/// named fn). A classifier that does not fit the error type is one error on the value:
+/// "`ByHint` cannot classify errors of type `ApiError`", with the fix. It is called only
+/// after a failed attempt, so it costs nothing on the success path. On
+/// [`service_defaults`] it applies to every retried fn inside; writes ignore it, as they
+/// ignore retry tuning.
 ///
 /// # `impl Future` fns
 ///

@@ -4,10 +4,12 @@
 //! are [`validate`](crate::validate)'s job.
 
 use crate::diag::Ctxt;
+use crate::suggest::{closest, unknown_key_message};
+use crate::values::{boolean, classifier, count, flag, secs, string};
 use proc_macro2::{Span, TokenStream};
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Token, UnOp};
+use syn::{Expr, Ident, LitStr, Token};
 
 /// The argument keywords.
 pub(crate) mod kw {
@@ -21,6 +23,7 @@ pub(crate) mod kw {
     syn::custom_keyword!(base_delay);
     syn::custom_keyword!(max_delay);
     syn::custom_keyword!(jitter);
+    syn::custom_keyword!(classify);
     syn::custom_keyword!(__defaults);
 }
 
@@ -36,10 +39,11 @@ pub(crate) mod sym {
     pub(crate) const BASE_DELAY: &str = "base_delay";
     pub(crate) const MAX_DELAY: &str = "max_delay";
     pub(crate) const JITTER: &str = "jitter";
+    pub(crate) const CLASSIFY: &str = "classify";
     pub(crate) const CRATE: &str = "crate";
 
     /// Every key, in documentation order.
-    pub(crate) const ALL: [&str; 11] = [
+    pub(crate) const ALL: [&str; 12] = [
         SERVICE,
         IDEMPOTENT,
         NOT_IDEMPOTENT,
@@ -50,6 +54,7 @@ pub(crate) mod sym {
         BASE_DELAY,
         MAX_DELAY,
         JITTER,
+        CLASSIFY,
         CRATE,
     ];
 }
@@ -80,6 +85,8 @@ pub(crate) struct RetryArgs {
     pub(crate) base_delay: Option<Spanned<Secs>>,
     pub(crate) max_delay: Option<Spanned<Secs>>,
     pub(crate) jitter: Option<Spanned<bool>>,
+    /// The classifier's path (`classify = resilience::retry::ByHint`).
+    pub(crate) classify: Option<Spanned<Expr>>,
     pub(crate) krate: Option<Spanned<LitStr>>,
     /// Inherited from an enclosing `#[service_defaults(..)]`, which rewrote this attribute
     /// to carry them as `__defaults(..)`.
@@ -105,6 +112,7 @@ impl RetryArgs {
             base_delay,
             max_delay,
             jitter,
+            classify,
             krate
         );
         self.given.extend(outer.given);
@@ -214,6 +222,7 @@ enum Key {
     BaseDelay,
     MaxDelay,
     Jitter,
+    Classify,
     Crate,
 }
 
@@ -242,6 +251,7 @@ fn parse_key(
         base_delay => BaseDelay,
         max_delay => MaxDelay,
         jitter => Jitter,
+        classify => Classify,
     }
     if input.peek(Token![crate]) {
         let k = input.parse::<Token![crate]>()?;
@@ -339,11 +349,17 @@ fn assign(args: &mut RetryArgs, ctxt: &Ctxt, key: Key, key_span: Span, value: Op
             name,
             boolean(ctxt, name, key_span, value),
         ),
+        Key::Classify => set(
+            ctxt,
+            &mut args.classify,
+            name,
+            classifier(ctxt, name, key_span, value),
+        ),
     }
 }
 
 /// Every key, for lookups by name.
-const KEYS: [Key; 11] = [
+const KEYS: [Key; 12] = [
     Key::Service,
     Key::Idempotent,
     Key::NotIdempotent,
@@ -354,6 +370,7 @@ const KEYS: [Key; 11] = [
     Key::BaseDelay,
     Key::MaxDelay,
     Key::Jitter,
+    Key::Classify,
     Key::Crate,
 ];
 
@@ -369,6 +386,7 @@ fn key_name(key: Key) -> &'static str {
         Key::BaseDelay => sym::BASE_DELAY,
         Key::MaxDelay => sym::MAX_DELAY,
         Key::Jitter => sym::JITTER,
+        Key::Classify => sym::CLASSIFY,
         Key::Crate => sym::CRATE,
     }
 }
@@ -384,302 +402,5 @@ fn set<T>(ctxt: &Ctxt, slot: &mut Option<Spanned<T>>, name: &str, value: Option<
         );
     } else {
         *slot = Some(value);
-    }
-}
-
-fn flag(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<()>> {
-    if let Some(v) = value {
-        ctxt.error(
-            span_of(&v),
-            format!("`{name}` is a flag and takes no value: write `{name}` alone"),
-        );
-        return None;
-    }
-    Some(Spanned {
-        value: (),
-        key,
-        span: key,
-    })
-}
-
-fn need_value(
-    ctxt: &Ctxt,
-    name: &str,
-    key: Span,
-    value: Option<Expr>,
-    example: &str,
-) -> Option<Expr> {
-    if value.is_none() {
-        ctxt.error(
-            key,
-            format!("`{name}` needs a value, e.g. `{name} = {example}`"),
-        );
-    }
-    value
-}
-
-fn string(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<LitStr>> {
-    let example = match name {
-        sym::SERVICE => "\"plan_service\"",
-        sym::BACKOFF => "\"exponential\"",
-        sym::CRATE => "\"::resilience\"",
-        _ => "\"get_plan\"",
-    };
-    let expr = need_value(ctxt, name, key, value, example)?;
-    match peel(&expr) {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => Some(Spanned {
-            span: s.span(),
-            value: s.clone(),
-            key,
-        }),
-        other => {
-            ctxt.error(
-                span_of(other),
-                format!(
-                    "`{name}` must be a string literal, e.g. `{name} = {example}`: attribute arguments are read at compile time, so constants and expressions cannot be used"
-                ),
-            );
-            None
-        }
-    }
-}
-
-fn secs(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<Secs>> {
-    let expr = need_value(ctxt, name, key, value, "30")?;
-    if let Some((digits, suffix)) = unit_suffix(&expr, NUMBER_SUFFIXES.len()) {
-        let fix = match in_seconds(&digits, &suffix) {
-            Some(s) => format!("write `{name} = {s}`"),
-            None => format!("e.g. `{name} = 0.5` for half a second"),
-        };
-        ctxt.error(
-            span_of(&expr),
-            format!("`{name}` is a plain number of seconds, with no unit suffix: {fix}"),
-        );
-        return None;
-    }
-    let parsed = match peel(&expr) {
-        Expr::Unary(ExprUnary {
-            op: UnOp::Neg(_),
-            expr: inner,
-            ..
-        }) => number(peel(inner)).map(|v| -v),
-        other => number(other),
-    };
-    match parsed {
-        Some(v) => Some(Spanned {
-            value: v,
-            key,
-            span: span_of(&expr),
-        }),
-        None => {
-            ctxt.error(
-                span_of(&expr),
-                format!(
-                    "`{name}` takes seconds as a number literal, e.g. `{name} = 30` or `{name} = 2.5`"
-                ),
-            );
-            None
-        }
-    }
-}
-
-fn number(expr: &Expr) -> Option<f64> {
-    match expr {
-        // As a float: a negative or huge integer is then reported as out of range, not as
-        // "not a number".
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(i), ..
-        }) => i.base10_digits().parse::<f64>().ok(),
-        Expr::Lit(ExprLit {
-            lit: Lit::Float(f), ..
-        }) => f.base10_parse::<f64>().ok(),
-        _ => None,
-    }
-}
-
-fn count(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<u64>> {
-    let expr = need_value(ctxt, name, key, value, "3")?;
-    if let Some((_, suffix)) = unit_suffix(&expr, INT_SUFFIXES) {
-        ctxt.error(
-            span_of(&expr),
-            format!(
-                "`{name}` takes a whole number: remove the suffix `{suffix}`, e.g. `{name} = 3`"
-            ),
-        );
-        return None;
-    }
-    match peel(&expr) {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(i), ..
-        }) => match i.base10_parse::<u64>() {
-            Ok(v) => Some(Spanned {
-                value: v,
-                key,
-                span: i.span(),
-            }),
-            Err(_) => {
-                let digits = i.base10_digits();
-                let rule = if digits.starts_with('-') {
-                    "must be a whole number >= 1"
-                } else {
-                    "must fit in a u32"
-                };
-                ctxt.error(i.span(), format!("`{name}` {rule}, got {digits}"));
-                None
-            }
-        },
-        other => {
-            ctxt.error(
-                span_of(other),
-                format!("`{name}` takes a whole number literal, e.g. `{name} = 3`"),
-            );
-            None
-        }
-    }
-}
-
-fn boolean(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<bool>> {
-    let expr = need_value(ctxt, name, key, value, "false")?;
-    match peel(&expr) {
-        Expr::Lit(ExprLit {
-            lit: Lit::Bool(b), ..
-        }) => Some(Spanned {
-            value: b.value,
-            key,
-            span: b.span,
-        }),
-        other => {
-            ctxt.error(span_of(other), format!("`{name}` takes `true` or `false`"));
-            None
-        }
-    }
-}
-
-/// Type suffixes a number may carry: the integer ones, then `f32` and `f64`.
-const NUMBER_SUFFIXES: [&str; 14] = [
-    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32",
-    "f64",
-];
-const INT_SUFFIXES: usize = 12;
-
-/// The digits and suffix of a number literal unless the suffix is none or one of the first
-/// `allowed` type suffixes. Rust lexes `30ms` as the number 30 with the suffix `ms`, and
-/// attribute tokens are never type-checked: without this, `total_timeout = 30ms` would
-/// silently mean 30 seconds.
-fn unit_suffix(expr: &Expr, allowed: usize) -> Option<(String, String)> {
-    let (digits, suffix) = match peel(expr) {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(i), ..
-        }) => (i.base10_digits(), i.suffix()),
-        Expr::Lit(ExprLit {
-            lit: Lit::Float(f), ..
-        }) => (f.base10_digits(), f.suffix()),
-        _ => return None,
-    };
-    (!suffix.is_empty() && !NUMBER_SUFFIXES[..allowed].contains(&suffix))
-        .then(|| (digits.to_owned(), suffix.to_owned()))
-}
-
-/// `digits` in seconds, when `unit` is a time unit someone may have meant.
-fn in_seconds(digits: &str, unit: &str) -> Option<f64> {
-    let v = digits.parse::<f64>().ok()?;
-    // Divide for the small units: `30.0 / 1e3` prints as 0.03, `30.0 * 1e-3` does not.
-    Some(match unit {
-        "ns" => v / 1e9,
-        "us" | "µs" => v / 1e6,
-        "ms" => v / 1e3,
-        "s" | "sec" | "secs" => v,
-        "m" | "min" | "mins" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return None,
-    })
-}
-
-/// Looks through invisible groups (values passed in by `macro_rules!`) and parentheses.
-fn peel(expr: &Expr) -> &Expr {
-    match expr {
-        Expr::Group(g) => peel(&g.expr),
-        Expr::Paren(p) => peel(&p.expr),
-        other => other,
-    }
-}
-
-fn span_of(expr: &Expr) -> Span {
-    syn::spanned::Spanned::span(expr)
-}
-
-/// "unknown argument", with the closest valid name when one is close enough.
-fn unknown_key_message(given: &str, suggestion: Option<&str>) -> String {
-    match suggestion {
-        Some(best) => format!("unknown argument `{given}`: did you mean `{best}`?"),
-        None => format!(
-            "unknown argument `{given}`: valid arguments are {}",
-            sym::ALL.join(", ")
-        ),
-    }
-}
-
-/// The candidate nearest to `given`, if any is plausibly what was meant: a few common
-/// synonyms first, then edit distance scaled to the word's length.
-pub(crate) fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    let lower = given.to_ascii_lowercase();
-    let synonym = match lower.as_str() {
-        "retries" | "attempts" | "max_retries" | "retry" | "max_tries" | "tries" => {
-            Some(sym::MAX_ATTEMPTS)
-        }
-        "timeout" | "deadline" | "timeout_secs" => Some(sym::TOTAL_TIMEOUT),
-        "name" | "op" => Some(sym::OPERATION),
-        "write" | "non_idempotent" | "nonidempotent" => Some(sym::NOT_IDEMPOTENT),
-        "delay" | "initial_delay" | "min_delay" => Some(sym::BASE_DELAY),
-        "strategy" => Some(sym::BACKOFF),
-        _ => None,
-    };
-    if let Some(s) = synonym.and_then(|s| candidates.iter().find(|c| **c == s)) {
-        return Some(s);
-    }
-    // An abbreviation (`"expo"`) is too far from its word for the edit distance.
-    let mut prefixed = candidates.iter().filter(|c| c.starts_with(lower.as_str()));
-    if let (Some(only), None, true) = (prefixed.next(), prefixed.next(), lower.len() >= 3) {
-        return Some(only);
-    }
-    let (best, dist) = candidates
-        .iter()
-        .map(|c| (*c, levenshtein(&lower, c)))
-        .min_by_key(|(_, d)| *d)?;
-    (dist <= (given.len() / 3).max(1)).then_some(best)
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn m3_unknown_argument_suggestions() {
-        assert_eq!(closest("max_attempt", &sym::ALL), Some("max_attempts"));
-        assert_eq!(closest("retries", &sym::ALL), Some("max_attempts"));
-        assert_eq!(closest("idempotnet", &sym::ALL), Some("idempotent"));
-        assert_eq!(closest("sevrice", &sym::ALL), Some("service"));
-        assert_eq!(closest("colour", &sym::ALL), None);
-        // Abbreviations of one name only.
-        let backoffs = ["exponential", "linear", "fixed", "jitter", "none"];
-        assert_eq!(closest("expo", &backoffs), Some("exponential"));
-        assert_eq!(closest("lin", &backoffs), Some("linear"));
-        assert_eq!(closest("max", &sym::ALL), None, "max_attempts or max_delay");
     }
 }

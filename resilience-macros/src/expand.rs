@@ -77,6 +77,10 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         let name = Ident::new(name, plan.error_span);
         quote_spanned!(plan.error_span=> #p_at_error::#name)
     };
+    let step_fn = || match plan.classify {
+        None => driver_fn("step"),
+        Some(_) => driver_fn("step_with"),
+    };
     let await_ = quote_spanned!(plan.error_span=> .await);
     // The driver calls awaited are spanned on the error type as a whole (callee path and
     // arguments): an `.await` re-checks the future's bounds on `E` at its receiver, and rustc
@@ -113,12 +117,23 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let guarded = match (plan.shape, plan.idempotent) {
         // The loop is `sync_retry`'s: one generic call per fn. Its `E: RetryableError` bound
         // is the readable check, reported on its callee path (spanned on the error type).
-        (Shape::Sync, true) => {
-            let sync_retry = driver_fn("sync_retry");
-            quote_spanned! {plan.error_span=>
-                #sync_retry(&#site, || -> #ty #attempt_body)
+        (Shape::Sync, true) => match &plan.classify {
+            None => {
+                let sync_retry = driver_fn("sync_retry");
+                quote_spanned! {plan.error_span=>
+                    #sync_retry(&#site, || -> #ty #attempt_body)
+                }
             }
-        }
+            // The classifier keeps its own span: a bound it does not meet
+            // (`E: RetryHint` for `ByHint`) is reported on it.
+            Some(_) => {
+                let sync_retry = driver_fn("sync_retry_with");
+                let classifier = classifier(plan, &p);
+                quote_spanned! {plan.error_span=>
+                    #sync_retry(&#site, #classifier, || -> #ty #attempt_body)
+                }
+            }
+        },
         (Shape::Sync, false) => {
             let sync_once = driver_fn("sync_once");
             quote_spanned! {plan.error_span=>
@@ -126,11 +141,12 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
         }
         (Shape::AsyncFn, true) => {
-            let (step, edge) = (driver_fn("step"), return_edge(plan, &p));
+            let (step, edge) = (step_fn(), return_edge(plan, &p));
             let attempt = quote!(async { #edge #shadows (#body) });
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
+            let new_loop = async_loop(plan, &p, &site);
             quote! {
-            let mut #driver = #p::async_loop(&#site);
+            let mut #driver = #new_loop;
             loop {
                 if let #p::ControlFlow::Break(#result) = #step_call #await_ {
                     break #result;
@@ -149,11 +165,12 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         // future owns the arguments. The body runs on the attempt's first poll (`deferred`),
         // after the breaker admitted it: an open circuit runs none of it.
         (Shape::ImplFuture, true) => {
-            let step = driver_fn("step");
+            let step = step_fn();
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
+            let new_loop = async_loop(plan, &p, &site);
             boxed(quote! {
             async move {
-                let mut #driver = #p::async_loop(&#site);
+                let mut #driver = #new_loop;
                 loop {
                     let #attempt = #p::typed_attempt::<#ty, _>(#p::deferred(|| #attempt_body));
                     if let #p::ControlFlow::Break(#result) = #step_call #await_ {
@@ -313,6 +330,28 @@ fn declared(d: &Declared, p: &Trees) -> (TokenStream, bool) {
         quote!(#p::CodeDeclared { #(#fields,)* ..#p::CodeDeclared::EMPTY })
     };
     (tokens, fields.len() == FIELDS)
+}
+
+/// The async driver of a retried fn: `async_loop(&SITE)`, or with its classifier (R12).
+fn async_loop(plan: &Plan, p: &Trees, site: &Ident) -> TokenStream {
+    match &plan.classify {
+        None => quote!(#p::async_loop(&#site)),
+        Some(_) => {
+            let classifier = classifier(plan, p);
+            quote!(#p::async_loop_with(&#site, #classifier))
+        }
+    }
+}
+
+/// The checked `classify` value: `P::classifier::<Result<T, E>>(&value)`, the `&` on the
+/// value's span, so an unfit classifier is reported there.
+fn classifier(plan: &Plan, p: &Trees) -> TokenStream {
+    let ty = &plan.attempt_ty;
+    let Some((value, span)) = &plan.classify else {
+        return TokenStream::new();
+    };
+    let amp = quote_spanned!(*span=> &);
+    quote!(#p::classifier::<#ty>(#amp #value))
 }
 
 /// An unreachable `return` of the declared type, first in the attempt, so `?` and `return`

@@ -13,7 +13,9 @@ mod diag;
 mod expand;
 mod fresh;
 mod item;
+mod suggest;
 mod validate;
+mod values;
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;

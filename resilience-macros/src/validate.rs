@@ -20,6 +20,8 @@ pub(crate) struct Plan {
     pub(crate) operation: LitStr,
     pub(crate) idempotent: bool,
     pub(crate) declared: Declared,
+    /// R12: the `classify` value (own, else inherited) and its span.
+    pub(crate) classify: Option<(syn::Expr, Span)>,
     pub(crate) shape: Shape,
     /// An `ImplFuture` whose future is boxed: `Pin<Box<dyn Future<Output = …> + …>>`, as
     /// `#[async_trait]` writes an `async fn`.
@@ -79,12 +81,13 @@ pub(crate) enum Shape {
 }
 
 /// The arguments only tune retries; without `idempotent` there are none to tune (M2).
-const TUNING: [&str; 5] = [
+const TUNING: [&str; 6] = [
     sym::MAX_ATTEMPTS,
     sym::BACKOFF,
     sym::BASE_DELAY,
     sym::MAX_DELAY,
     sym::JITTER,
+    sym::CLASSIFY,
 ];
 
 /// `::resilience`, built directly: `parse_quote!` would make and parse tokens for it in every
@@ -136,6 +139,18 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         }
     };
 
+    // Like the tuning above, a classifier only steers retries: an inherited one applies to
+    // retried fns only. (A write's Retry-After could only reach a guard's sink, and the
+    // runtime's guards have none.)
+    let classify = idempotent
+        .then(|| {
+            args.classify
+                .as_ref()
+                .or_else(|| inherited.and_then(|d| d.classify.as_ref()))
+        })
+        .flatten()
+        .map(|c| (c.value.clone(), c.span));
+
     check_signature(&item.sig, idempotent, ctxt);
     if item.body.is_none() {
         ctxt.error(
@@ -163,6 +178,7 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         operation,
         idempotent,
         declared,
+        classify,
         shape,
         boxed,
         attempt_ty,
@@ -229,12 +245,13 @@ fn idempotency(args: &RetryArgs, ctxt: &Ctxt) -> bool {
 
 /// M2: a retry-tuning argument on an operation that runs once is a mistake worth stopping.
 fn reject_tuning_without_idempotent(args: &RetryArgs, ctxt: &Ctxt) {
-    let given: [Option<Span>; 5] = [
+    let given: [Option<Span>; 6] = [
         args.max_attempts.as_ref().map(|a| a.key),
         args.backoff.as_ref().map(|a| a.key),
         args.base_delay.as_ref().map(|a| a.key),
         args.max_delay.as_ref().map(|a| a.key),
         args.jitter.as_ref().map(|a| a.key),
+        args.classify.as_ref().map(|a| a.key),
     ];
     let why = if args.not_idempotent.is_some() {
         "this operation is marked `not_idempotent`, so it runs exactly once"
@@ -379,7 +396,7 @@ fn backoff(b: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Backoff> {
     let name = b.value.value();
     let found = Backoff::from_name(&name);
     if found.is_none() {
-        let hint = match crate::args::closest(&name, &Backoff::NAMES) {
+        let hint = match crate::suggest::closest(&name, &Backoff::NAMES) {
             Some(best) => format!("did you mean `\"{best}\"`? "),
             None => String::new(),
         };

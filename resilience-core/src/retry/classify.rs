@@ -39,6 +39,11 @@ pub enum ErrorClass {
 ///     }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `RetryHint`, so `ByHint` cannot classify it",
+    label = "`ByHint` asks the error type's `RetryHint`",
+    note = "implement `retry::RetryHint` for `{Self}` (its `retry_hint` returns `ErrorClass::Permanent`, `Transient` or `RetryAfter(delay)`), or classify with a `fn(&{Self}) -> ErrorClass`"
+)]
 pub trait RetryHint {
     /// How the retry loop should treat this error. Defaults to [`ErrorClass::Transient`].
     fn retry_hint(&self) -> ErrorClass {
@@ -56,6 +61,11 @@ impl RetryHint for ResilienceError {
 }
 
 /// Decides the [`ErrorClass`] of an error of type `E`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot classify errors of type `{E}`",
+    label = "not a classifier of `{E}`",
+    note = "`retry::ByHint` classifies an error type that implements `retry::RetryHint` (implement it for `{E}`); any other classifier is a `fn(&{E}) -> ErrorClass`"
+)]
 pub trait Classifier<E> {
     /// Classifies `error`.
     fn classify(&self, error: &E) -> ErrorClass;

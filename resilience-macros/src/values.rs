@@ -1,0 +1,276 @@
+//! Typing one attribute value: each function checks the literal (or path) written for one
+//! kind of argument and reports, on the value's span, what was expected instead.
+
+use crate::args::{sym, Secs, Spanned};
+use crate::diag::Ctxt;
+use proc_macro2::Span;
+use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
+
+pub(crate) fn flag(ctxt: &Ctxt, name: &str, key: Span, value: Option<Expr>) -> Option<Spanned<()>> {
+    if let Some(v) = value {
+        ctxt.error(
+            span_of(&v),
+            format!("`{name}` is a flag and takes no value: write `{name}` alone"),
+        );
+        return None;
+    }
+    Some(Spanned {
+        value: (),
+        key,
+        span: key,
+    })
+}
+
+fn need_value(
+    ctxt: &Ctxt,
+    name: &str,
+    key: Span,
+    value: Option<Expr>,
+    example: &str,
+) -> Option<Expr> {
+    if value.is_none() {
+        ctxt.error(
+            key,
+            format!("`{name}` needs a value, e.g. `{name} = {example}`"),
+        );
+    }
+    value
+}
+
+pub(crate) fn string(
+    ctxt: &Ctxt,
+    name: &str,
+    key: Span,
+    value: Option<Expr>,
+) -> Option<Spanned<LitStr>> {
+    let example = match name {
+        sym::SERVICE => "\"plan_service\"",
+        sym::BACKOFF => "\"exponential\"",
+        sym::CRATE => "\"::resilience\"",
+        _ => "\"get_plan\"",
+    };
+    let expr = need_value(ctxt, name, key, value, example)?;
+    match peel(&expr) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(Spanned {
+            span: s.span(),
+            value: s.clone(),
+            key,
+        }),
+        other => {
+            ctxt.error(
+                span_of(other),
+                format!(
+                    "`{name}` must be a string literal, e.g. `{name} = {example}`: attribute arguments are read at compile time, so constants and expressions cannot be used"
+                ),
+            );
+            None
+        }
+    }
+}
+
+pub(crate) fn secs(
+    ctxt: &Ctxt,
+    name: &str,
+    key: Span,
+    value: Option<Expr>,
+) -> Option<Spanned<Secs>> {
+    let expr = need_value(ctxt, name, key, value, "30")?;
+    if let Some((digits, suffix)) = unit_suffix(&expr, NUMBER_SUFFIXES.len()) {
+        let fix = match in_seconds(&digits, &suffix) {
+            Some(s) => format!("write `{name} = {s}`"),
+            None => format!("e.g. `{name} = 0.5` for half a second"),
+        };
+        ctxt.error(
+            span_of(&expr),
+            format!("`{name}` is a plain number of seconds, with no unit suffix: {fix}"),
+        );
+        return None;
+    }
+    let parsed = match peel(&expr) {
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => number(peel(inner)).map(|v| -v),
+        other => number(other),
+    };
+    match parsed {
+        Some(v) => Some(Spanned {
+            value: v,
+            key,
+            span: span_of(&expr),
+        }),
+        None => {
+            ctxt.error(
+                span_of(&expr),
+                format!(
+                    "`{name}` takes seconds as a number literal, e.g. `{name} = 30` or `{name} = 2.5`"
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn number(expr: &Expr) -> Option<f64> {
+    match expr {
+        // As a float: a negative or huge integer is then reported as out of range, not as
+        // "not a number".
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_digits().parse::<f64>().ok(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => f.base10_parse::<f64>().ok(),
+        _ => None,
+    }
+}
+
+pub(crate) fn count(
+    ctxt: &Ctxt,
+    name: &str,
+    key: Span,
+    value: Option<Expr>,
+) -> Option<Spanned<u64>> {
+    let expr = need_value(ctxt, name, key, value, "3")?;
+    if let Some((_, suffix)) = unit_suffix(&expr, INT_SUFFIXES) {
+        ctxt.error(
+            span_of(&expr),
+            format!(
+                "`{name}` takes a whole number: remove the suffix `{suffix}`, e.g. `{name} = 3`"
+            ),
+        );
+        return None;
+    }
+    match peel(&expr) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => match i.base10_parse::<u64>() {
+            Ok(v) => Some(Spanned {
+                value: v,
+                key,
+                span: i.span(),
+            }),
+            Err(_) => {
+                let digits = i.base10_digits();
+                let rule = if digits.starts_with('-') {
+                    "must be a whole number >= 1"
+                } else {
+                    "must fit in a u32"
+                };
+                ctxt.error(i.span(), format!("`{name}` {rule}, got {digits}"));
+                None
+            }
+        },
+        other => {
+            ctxt.error(
+                span_of(other),
+                format!("`{name}` takes a whole number literal, e.g. `{name} = 3`"),
+            );
+            None
+        }
+    }
+}
+
+pub(crate) fn boolean(
+    ctxt: &Ctxt,
+    name: &str,
+    key: Span,
+    value: Option<Expr>,
+) -> Option<Spanned<bool>> {
+    let expr = need_value(ctxt, name, key, value, "false")?;
+    match peel(&expr) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Some(Spanned {
+            value: b.value,
+            key,
+            span: b.span,
+        }),
+        other => {
+            ctxt.error(span_of(other), format!("`{name}` takes `true` or `false`"));
+            None
+        }
+    }
+}
+
+/// R12 through the attribute: the classifier as a path (a unit struct such as `ByHint`, a
+/// `const`, or a `fn(&E) -> ErrorClass`), checked by the compiler where the fn is. A closure
+/// is refused: its argument type could not be inferred from the driver's generic bound.
+pub(crate) fn classifier(
+    ctxt: &Ctxt,
+    name: &str,
+    key: Span,
+    value: Option<Expr>,
+) -> Option<Spanned<Expr>> {
+    let expr = need_value(ctxt, name, key, value, "resilience::retry::ByHint")?;
+    match peel(&expr) {
+        path @ Expr::Path(p) if p.attrs.is_empty() => Some(Spanned {
+            value: path.clone(),
+            key,
+            span: span_of(&expr),
+        }),
+        other => {
+            ctxt.error(
+                span_of(other),
+                format!("`{name}` takes the path of a classifier: `{name} = resilience::retry::ByHint` to ask the error type's `RetryHint`, or the name of a `fn(&E) -> resilience::retry::ErrorClass` (write a closure as a named fn)"),
+            );
+            None
+        }
+    }
+}
+
+/// Type suffixes a number may carry: the integer ones, then `f32` and `f64`.
+const NUMBER_SUFFIXES: [&str; 14] = [
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32",
+    "f64",
+];
+const INT_SUFFIXES: usize = 12;
+
+/// The digits and suffix of a number literal unless the suffix is none or one of the first
+/// `allowed` type suffixes. Rust lexes `30ms` as the number 30 with the suffix `ms`, and
+/// attribute tokens are never type-checked: without this, `total_timeout = 30ms` would
+/// silently mean 30 seconds.
+fn unit_suffix(expr: &Expr, allowed: usize) -> Option<(String, String)> {
+    let (digits, suffix) = match peel(expr) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => (i.base10_digits(), i.suffix()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => (f.base10_digits(), f.suffix()),
+        _ => return None,
+    };
+    (!suffix.is_empty() && !NUMBER_SUFFIXES[..allowed].contains(&suffix))
+        .then(|| (digits.to_owned(), suffix.to_owned()))
+}
+
+/// `digits` in seconds, when `unit` is a time unit someone may have meant.
+fn in_seconds(digits: &str, unit: &str) -> Option<f64> {
+    let v = digits.parse::<f64>().ok()?;
+    // Divide for the small units: `30.0 / 1e3` prints as 0.03, `30.0 * 1e-3` does not.
+    Some(match unit {
+        "ns" => v / 1e9,
+        "us" | "µs" => v / 1e6,
+        "ms" => v / 1e3,
+        "s" | "sec" | "secs" => v,
+        "m" | "min" | "mins" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return None,
+    })
+}
+
+/// Looks through invisible groups (values passed in by `macro_rules!`) and parentheses.
+fn peel(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Group(g) => peel(&g.expr),
+        Expr::Paren(p) => peel(&p.expr),
+        other => other,
+    }
+}
+
+fn span_of(expr: &Expr) -> Span {
+    syn::spanned::Spanned::span(expr)
+}

@@ -1,0 +1,87 @@
+// R12 through the attribute: `classify = <path>` on every retried shape (sync, async fn,
+// `impl Future`, a `&self` method), as `ByHint` or a named fn, and inherited from
+// #[service_defaults] (where writes ignore it, as they ignore retry tuning).
+use resilience::retry::{ByHint, ErrorClass, RetryHint};
+use resilience::{retry_service_operation, service_defaults};
+use std::future::Future;
+use std::time::Duration;
+
+#[derive(Debug)]
+pub enum ApiError {
+    NotFound,
+    Throttled(u64),
+    Refused(resilience::ResilienceError),
+}
+impl From<resilience::ResilienceError> for ApiError {
+    fn from(e: resilience::ResilienceError) -> Self {
+        ApiError::Refused(e)
+    }
+}
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("api error")
+    }
+}
+impl RetryHint for ApiError {
+    fn retry_hint(&self) -> ErrorClass {
+        match self {
+            ApiError::NotFound => ErrorClass::Permanent,
+            ApiError::Throttled(s) => ErrorClass::RetryAfter(Duration::from_secs(*s)),
+            ApiError::Refused(_) => ErrorClass::Permanent,
+        }
+    }
+}
+
+fn only_throttling_retries(e: &ApiError) -> ErrorClass {
+    match e {
+        ApiError::Throttled(_) => ErrorClass::Transient,
+        _ => ErrorClass::Permanent,
+    }
+}
+
+#[retry_service_operation(service = "ui_classify", idempotent, classify = ByHint)]
+fn sync_read(id: u64) -> Result<u64, ApiError> {
+    Ok(id)
+}
+
+#[retry_service_operation(service = "ui_classify", idempotent, classify = resilience::retry::ByHint)]
+async fn async_read(id: u64) -> Result<u64, ApiError> {
+    Ok(id)
+}
+
+#[retry_service_operation(service = "ui_classify", idempotent, classify = only_throttling_retries)]
+fn future_read(id: u64) -> impl Future<Output = Result<u64, ApiError>> {
+    async move { Ok(id) }
+}
+
+pub struct Client;
+
+#[service_defaults(service = "ui_classify", classify = ByHint)]
+impl Client {
+    #[retry_service_operation(idempotent)]
+    pub fn inherited(&self, id: u64) -> Result<u64, ApiError> {
+        Ok(id)
+    }
+
+    #[retry_service_operation(idempotent, classify = only_throttling_retries)]
+    pub async fn own(&self, id: u64) -> Result<u64, ApiError> {
+        Ok(id)
+    }
+
+    // A write runs once: the inherited classifier does not apply (and is no error).
+    #[retry_service_operation]
+    pub fn write(&self, id: u64) -> Result<u64, ApiError> {
+        Ok(id)
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    assert_eq!(sync_read(1).unwrap(), 1);
+    assert_eq!(rt.block_on(async_read(2)).unwrap(), 2);
+    assert_eq!(rt.block_on(future_read(3)).unwrap(), 3);
+    let c = Client;
+    assert_eq!(c.inherited(4).unwrap(), 4);
+    assert_eq!(rt.block_on(c.own(5)).unwrap(), 5);
+    assert_eq!(c.write(6).unwrap(), 6);
+}
