@@ -8,11 +8,13 @@
 //! ```
 //!
 //! Shows: sync and async reads retried (declared `idempotent`), defaults declared once for the
-//! whole client with `#[service_defaults]`, a write that is never retried, and the env
+//! whole client with `#[service_defaults]`, errors the client calls permanent not retried
+//! (`classify = ByHint`, R12), a write that is never retried, and the env
 //! override of the code-declared attempt count (C13: env and JSON beat attribute arguments).
 //! When `CLEVERAGENTS_RETRY_SERVICE_OVERRIDES` is unset, the example sets it for
 //! `audit_service` itself before the first guarded call, so the effect is visible.
 
+use resilience::retry::{ByHint, ErrorClass, RetryHint};
 use resilience::{retry_service_operation, service_defaults, ResilienceError};
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -43,6 +45,17 @@ impl fmt::Display for PlanError {
             }
             PlanError::NotFound(id) => write!(f, "plan {id} not found"),
             PlanError::Refused(e) => write!(f, "refused: {e}"),
+        }
+    }
+}
+
+/// Which failures are worth another attempt, read by `classify = ByHint` below: a missing
+/// plan will still be missing on the next attempt.
+impl RetryHint for PlanError {
+    fn retry_hint(&self) -> ErrorClass {
+        match self {
+            PlanError::Unavailable { .. } => ErrorClass::Transient,
+            PlanError::NotFound(_) | PlanError::Refused(_) => ErrorClass::Permanent,
         }
     }
 }
@@ -78,14 +91,15 @@ struct PlanClient {
     writes: Backend,
 }
 
-// Declared once for every guarded method below: service, deadline and retry tuning. The
-// tuning applies only to methods marked `idempotent`.
+// Declared once for every guarded method below: service, deadline, retry tuning and which
+// errors are worth retrying. The tuning applies only to methods marked `idempotent`.
 #[service_defaults(
     service = "plan_service",
     total_timeout = 30,
     max_attempts = 4,
     backoff = "fixed",
-    base_delay = 0.1
+    base_delay = 0.1,
+    classify = ByHint
 )]
 impl PlanClient {
     /// A read: safe to repeat, so transient failures are retried (up to 4 attempts).
@@ -164,6 +178,16 @@ async fn main() {
             client.reads.attempts()
         ),
         Err(e) => println!("   get_plan(1) failed: {e}"),
+    }
+
+    println!("   then a missing plan: permanent by its RetryHint (classify = ByHint), not retried");
+    let before = client.reads.attempts();
+    match client.get_plan(9) {
+        Ok(plan) => println!("   get_plan(9) = {plan:?}"),
+        Err(e) => println!(
+            "   get_plan(9) failed: {e}, after {} attempt(s)",
+            client.reads.attempts() - before
+        ),
     }
 
     println!("2. async read, idempotent, its own max_attempts = 3");
