@@ -30,6 +30,8 @@ impl std::fmt::Display for BenchError {
 
 impl std::error::Error for BenchError {}
 
+impl resilience::retry::RetryHint for BenchError {}
+
 #[inline(never)]
 fn operation(x: u64) -> Result<u64, BenchError> {
     Ok(black_box(x).wrapping_mul(31))
@@ -42,6 +44,17 @@ fn annotated(x: u64) -> Result<u64, BenchError> {
 
 #[resilience::retry_service_operation(service = "bench_service", idempotent)]
 async fn annotated_async(x: u64) -> Result<u64, BenchError> {
+    operation(x)
+}
+
+/// `annotated` with a classifier (R12): it is consulted only after a failure.
+#[resilience::retry_service_operation(service = "bench_service", idempotent, classify = resilience::retry::ByHint)]
+fn annotated_classified(x: u64) -> Result<u64, BenchError> {
+    operation(x)
+}
+
+#[resilience::retry_service_operation(service = "bench_service", idempotent, classify = resilience::retry::ByHint)]
+async fn annotated_async_classified(x: u64) -> Result<u64, BenchError> {
     operation(x)
 }
 
@@ -98,6 +111,9 @@ fn sync_paths(c: &mut Criterion) {
     g.bench_function("resilience_annotated_fn", |b| {
         b.iter(|| annotated(black_box(7)))
     });
+    g.bench_function("resilience_annotated_fn_classified", |b| {
+        b.iter(|| annotated_classified(black_box(7)))
+    });
     g.bench_function("backon_blocking_retry", |b| {
         use backon::{BlockingRetryable, ExponentialBuilder};
         b.iter(|| {
@@ -134,6 +150,9 @@ fn async_paths(c: &mut Criterion) {
     });
     g.bench_function("resilience_annotated_fn", |b| {
         b.iter(|| poll_ready(annotated_async(black_box(7))))
+    });
+    g.bench_function("resilience_annotated_fn_classified", |b| {
+        b.iter(|| poll_ready(annotated_async_classified(black_box(7))))
     });
     g.bench_function("resilience_write_once", |b| {
         b.iter(|| {
