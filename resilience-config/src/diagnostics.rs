@@ -15,6 +15,10 @@ pub enum DiagnosticKind {
     UnknownKey,
     /// An override names a service that is not built in but is spelled like one.
     SuspectServiceName,
+    /// A key that is ignored anyway (`service_name`, C7) is given more than once in one
+    /// object. A warning: unlike a repeated setting, it puts no value in doubt, so the rest
+    /// of the override applies.
+    RepeatedIgnoredKey,
     /// The override string is longer than the limit and was rejected whole (C6).
     TooLong,
     /// The override string is not valid JSON, or not a JSON object.
@@ -30,7 +34,7 @@ impl DiagnosticKind {
     /// `resilience-config check` fails on errors, and on warnings too with `--strict`.
     pub fn is_warning(self) -> bool {
         match self {
-            Self::UnknownKey | Self::SuspectServiceName => true,
+            Self::UnknownKey | Self::SuspectServiceName | Self::RepeatedIgnoredKey => true,
             Self::InvalidValue | Self::TooLong | Self::InvalidJson | Self::NotAnObject => false,
         }
     }
