@@ -229,6 +229,36 @@ fn s1_a_url_password_holding_quotes_backslash_or_angle_brackets_is_hidden() {
     check("['redis://u:pw@h:1','x@y']", "['redis://***@h:1','x@y']");
 }
 
+/// S1 with a quote in the *user* part (`o'brien`): the user part refused quotes, so the URL
+/// did not match and user and password leaked whole. A quote inside a user name now reads
+/// as part of it, under the rule a password's quote follows (a quote that is followed by a
+/// blank or `,` `:` `;` `)` `]` `}` still closes the string holding the URL).
+#[test]
+fn s1_a_quote_in_the_url_user_part_does_not_leak_the_password() {
+    check("postgres://o'brien:pw@host/db", "postgres://***@host/db");
+    for (input, secret) in [
+        (
+            "connect postgres://o'brien:hunter2@db:5432/x failed",
+            "hunter2",
+        ),
+        (
+            "connect postgres://o\"brien:hunter2@db:5432/x failed",
+            "hunter2",
+        ),
+        (r#"url: "redis://o\"brien:hunter2@cache:6379""#, "hunter2"),
+        ("url='postgres://o'brien:hunter2@host/db'", "hunter2"),
+        ("git fetch https://o'brien@github.com/o/r.git", "brien"),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+        assert!(out.contains("://***@"), "{input:?} -> {out:?}");
+    }
+    // A quote that closes the string holding a URL still ends its user part.
+    unchanged(r#"{"http://host":"a@b"}"#);
+    unchanged(r#"see "http://host", 'bob:x@example.com'"#);
+    unchanged("['http://h', 'bob@example.com']");
+}
+
 /// Bare shapes added after review: an unsigned JWT, LLM provider keys, a PEM body whose
 /// newlines are escaped (`\n`, as Debug and JSON print them).
 #[test]
@@ -491,6 +521,10 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9!$%+.=~_'"\\<>-]{8,24}"#,
             |s| format!("postgres://admin:{s}@db:5432/app"),
         ),
+        // A quote in the user part, as in a name (`o'brien`).
+        ("S1 quoted user", "[A-Za-z0-9!$%+,.:;=~_/?#@-]{8,24}", |s| {
+            format!("postgres://o'brien:{s}@db:5432/app")
+        }),
         ("S1 user", "[A-Za-z0-9_.~-]{8,24}", |s| {
             format!("https://{s}@github.com/o/r.git")
         }),

@@ -25,6 +25,8 @@
 //! userinfo, never less). It may hold quotes, backslashes and `<>` as well, except a run of
 //! them followed by a blank or by `,` `:` `;` `)` `]` `}`: that reads as the end of a quoted
 //! string holding the URL (`"http://h:80","a@b"` keeps its `@`), so such a password leaks.
+//! The user part may hold them too (`postgres://o'brien:pw@host`), followed by a character
+//! of the user part: a quote just before its `:` or `@` closes the string (`{"http://h":"a@b"}`).
 //!
 //! **S2, key–value pairs.** A key, a separator, a value. A key is secret when it *ends* with
 //! one of: `api_key`, `password`, `passwd`, `passphrase`, `secret`, `secret_key`,
