@@ -330,6 +330,90 @@ fn s2_pem_private_key_body_is_redacted() {
     );
 }
 
+/// S2 in XML: an element named like a secret key (`<password>abc</password>`) leaked its
+/// text, as `>` was no separator. Its text, up to the next tag, is hidden now; CDATA too.
+/// Only an element opens one: generics (`Vec<Token>`), comparisons and closing tags do not.
+#[test]
+fn s2_an_xml_element_named_like_a_secret_key_is_redacted() {
+    check("<password>abc</password>", "<password>***</password>");
+    check("<Password>abc</Password>", "<Password>***</Password>");
+    check(
+        "<config><db_password>abc def</db_password><user>bob</user></config>",
+        "<config><db_password>***</db_password><user>bob</user></config>",
+    );
+    check(
+        "<db:password>abc</db:password>",
+        "<db:password>***</db:password>",
+    );
+    check(
+        "body: <auth>\n  <token>\n    abc\n  </token>\n</auth>",
+        "body: <auth>\n  <token>\n    ***\n  </token>\n</auth>",
+    );
+    check(
+        "<password><![CDATA[a<b>c]]></password>",
+        "<password><![CDATA[***]]></password>",
+    );
+    // Unterminated (a cut body): to the end.
+    check("response <token>abc def", "response <token>***");
+    // Nothing to hide: empty, or a marker.
+    unchanged("<password></password> <token>null</token>");
+    // Not an element holding a secret.
+    unchanged("expected Vec<Token>, found Option<AccessToken>");
+    unchanged("if token>limit then; a->token>>2");
+    unchanged("</password> and <tokens>5</tokens> and <password_hint>x</password_hint>");
+}
+
+/// S2 in YAML and in connection strings (libpq DSN, .NET/ADO): the key=value and `key: value`
+/// rules already cover these (pinned here; they did not leak).
+#[test]
+fn s2_yaml_and_connection_string_forms_are_redacted() {
+    check(
+        "db:\n  password: abc\n  user: x",
+        "db:\n  password: ***\n  user: x",
+    );
+    check("password: 'a b'", "password: '***'");
+    check(
+        "host=h password=abc dbname=d",
+        "host=h password=*** dbname=d",
+    );
+    check(
+        "host=h password='a b' dbname=d",
+        "host=h password='***' dbname=d",
+    );
+    check(
+        "Server=x;Database=d;User Id=u;Password=abc;Encrypt=true",
+        "Server=x;Database=d;User Id=u;Password=***;Encrypt=true",
+    );
+    check("Data Source=x;Password=abc;", "Data Source=x;Password=***;");
+    check("Password = abc ; Database=d", "Password = *** ; Database=d");
+    check("Password=\"a;b\";Database=d", "Password=\"***\";Database=d");
+}
+
+/// S2, S4: a secret holding a quote then a comma (`ab",x`): when it is quoted, the quote is
+/// escaped and the value is hidden whole; unquoted, the `",` run is followed by more value
+/// and stays in it. None of it leaks (pinned; these did not leak).
+#[test]
+fn s2_s4_a_secret_holding_a_quote_then_a_comma_is_hidden_whole() {
+    check(r#"{"password":"ab\",x"}"#, r#"{"password":"***"}"#);
+    check(
+        r#"{"password":"ab\",x", "user": "bob"}"#,
+        r#"{"password":"***", "user": "bob"}"#,
+    );
+    check(
+        r#"body: "{\"password\":\"ab\\\",x\"}""#,
+        r#"body: "{\"password\":\"***\"}""#,
+    );
+    check(
+        r#"Cfg { password: "ab\",x" }"#,
+        r#"Cfg { password: "***" }"#,
+    );
+    check(r#"{'password': 'ab",x'}"#, r#"{'password': '***'}"#);
+    check(r#"password=abc",x rest"#, "password=*** rest");
+    check(r#"?password=ab",x&user=bob"#, "?password=***&user=bob");
+    // A quoted value ends at its closing quote: what follows is not the secret.
+    check(r#"password="abc",x"#, r#"password="***",x"#);
+}
+
 // ---- S3: headers ----
 
 #[test]
@@ -537,6 +621,12 @@ fn forms() -> Vec<Form> {
         ("S2 quoted", QUOTED, |s| {
             format!("password=\"{}\" user=bob", escape(s, '"'))
         }),
+        // Element text: anything but `<`, which starts the next tag.
+        (
+            "S2 xml",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
+            |s| format!("<cfg><db_password>{s}</db_password></cfg>"),
+        ),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
         ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
@@ -587,6 +677,7 @@ proptest! {
                 Just("."), Just("AKIA"), Just("-----BEGIN RSA PRIVATE KEY-----"),
                 Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
+                Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
             ],
             0..60,
         )

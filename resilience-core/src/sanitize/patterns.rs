@@ -21,9 +21,10 @@ const KEY_THEN_SEPARATOR: &str = concat!(
     r"(?:api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?key",
     r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
     r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
-    // A closing quote of a quoted key, possibly escaped (JSON inside a string).
-    r#"(?:\\?["'])?"#,
-    r"[ \t]*(?:=>?|:=?)[ \t]*",
+    // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
+    // separator; or the `>` of an XML start tag (checked to be one by the caller).
+    r#"(?:(?:\\?["'])?"#,
+    r"[ \t]*(?:=>?|:=?)[ \t]*|>)",
 );
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
