@@ -353,6 +353,8 @@ fn s2_an_xml_element_named_like_a_secret_key_is_redacted() {
         "<password><![CDATA[a<b>c]]></password>",
         "<password><![CDATA[***]]></password>",
     );
+    // Text starting with `>` (found by the leak proptest: it read as a doubled separator).
+    check("<token>>}  a0= </token>", "<token>*** </token>");
     // Unterminated (a cut body): to the end.
     check("response <token>abc def", "response <token>***");
     // Nothing to hide: empty, or a marker.

@@ -214,25 +214,28 @@ fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
     while let Some(m) = key_re.find_at(&lower, pos) {
         pos = m.end();
         let matched = m.as_str().as_bytes();
-        // The separator is the last non-blank byte of the match; doubled, it is not one.
-        let sep_at = matched
-            .iter()
-            .rposition(|&c| c != b' ' && c != b'\t')
-            .map_or(m.end(), |p| m.start() + p);
-        let sep = text.as_bytes().get(sep_at);
-        if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
-            continue;
-        }
-        let kind = if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
-            KeyKind::Header
-        } else if matched.ends_with(b">") && !matched.ends_with(b"=>") {
-            // `key>`: a secret only as an XML start tag, `<…key>`.
+        let kind = if matched.ends_with(b">") && !matched.ends_with(b"=>") {
+            // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
+            // anything, `>` included.
             if !opens_element(text.as_bytes(), m.start()) {
                 continue;
             }
             KeyKind::Element
         } else {
-            KeyKind::Word
+            // The separator is the last non-blank byte of the match; doubled, it is not one.
+            let sep_at = matched
+                .iter()
+                .rposition(|&c| c != b' ' && c != b'\t')
+                .map_or(m.end(), |p| m.start() + p);
+            let sep = text.as_bytes().get(sep_at);
+            if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
+                continue;
+            }
+            if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
+                KeyKind::Header
+            } else {
+                KeyKind::Word
+            }
         };
         if let Some(found) = value::extent(text, m.end(), kind) {
             pos = pos.max(found.resume);
