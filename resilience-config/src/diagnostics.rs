@@ -10,16 +10,34 @@ pub enum DiagnosticKind {
     /// A value that does not parse or is out of range; the lower layer's value is kept (C1),
     /// or, inside a JSON override, that service's whole override is skipped (C8).
     InvalidValue,
-    /// A key (or a prefixed variable) that means nothing here; probably a typo (C10).
+    /// A key (or a prefixed variable) that means nothing here; probably a typo. Ignored, and
+    /// only a warning (C10): the rest of the override still applies.
     UnknownKey,
     /// An override names a service that is not built in but is spelled like one.
     SuspectServiceName,
+    /// A key that is ignored anyway (`service_name`, C7) is given more than once in one
+    /// object. A warning: unlike a repeated setting, it puts no value in doubt, so the rest
+    /// of the override applies.
+    RepeatedIgnoredKey,
     /// The override string is longer than the limit and was rejected whole (C6).
     TooLong,
     /// The override string is not valid JSON, or not a JSON object.
     InvalidJson,
     /// A service's override is not a JSON object and was ignored (C9).
     NotAnObject,
+}
+
+impl DiagnosticKind {
+    /// Whether this is only a warning: something was ignored or looks like a mistake, but no
+    /// value was rejected, so nothing the user set was lost (C10: unknown keys warn). The
+    /// others are errors: a value, an override or the whole string was refused.
+    /// `resilience-config check` fails on errors, and on warnings too with `--strict`.
+    pub fn is_warning(self) -> bool {
+        match self {
+            Self::UnknownKey | Self::SuspectServiceName | Self::RepeatedIgnoredKey => true,
+            Self::InvalidValue | Self::TooLong | Self::InvalidJson | Self::NotAnObject => false,
+        }
+    }
 }
 
 /// One problem found while loading, with where it is and what is wrong.

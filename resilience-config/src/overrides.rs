@@ -7,9 +7,11 @@
 //! - over [`MAX_OVERRIDES_LEN`] characters: rejected whole, one warning (C6);
 //! - a `service_name` key is ignored (C7);
 //! - any invalid value skips that service's whole override; the others still apply (C8),
-//!   including a number JSON cannot hold (`1e400`) and a repeated key (a service or a setting
-//!   given twice: which one was meant is unknown), each reported at its path; a repeated
-//!   service or section is still read, so the problems inside it are named too;
+//!   including a number JSON cannot hold (`1e400`) and a repeated key (a service, a section
+//!   or a setting given twice: which one was meant is unknown), each reported at its path; a
+//!   repeated service or section is still read, so the problems inside it are named too;
+//! - a repeated key that is ignored anyway (`service_name`, or an unknown key) puts no value
+//!   in doubt: it is a warning, said once, and the rest of the override applies;
 //! - a service whose override is not an object is ignored (C9);
 //! - unknown keys warn, naming the key and service, with the closest valid key (C10).
 
@@ -234,21 +236,35 @@ impl Ctx<'_> {
         let mut valid = true;
         for (i, (key, v)) in fields.0.iter().enumerate() {
             let path = format!("{svc}.{}", segment(key));
+            let times = fields.count(key);
+            // A key that is ignored anyway is read once, however often it is given.
+            if !SECTIONS.contains(&key.as_str()) {
+                if fields.is_first(i) {
+                    self.member(&mut ov, &svc, &path, key, v.get(), times);
+                }
+                continue;
+            }
             if !self.once(&fields, i, &path, &svc) {
                 valid = false;
                 // A repeated section is still read, so the problems in it are named too; it
                 // is not applied.
-                if SECTIONS.contains(&key.as_str()) {
-                    self.member(&mut ServiceOverride::default(), &svc, &path, key, v.get());
-                }
+                self.member(
+                    &mut ServiceOverride::default(),
+                    &svc,
+                    &path,
+                    key,
+                    v.get(),
+                    times,
+                );
                 continue;
             }
-            valid &= self.member(&mut ov, &svc, &path, key, v.get());
+            valid &= self.member(&mut ov, &svc, &path, key, v.get(), times);
         }
         valid.then_some(ov)
     }
 
-    /// One member of a service's override; `false` when it holds an invalid value.
+    /// One member of a service's override; `false` when it holds an invalid value. `times`:
+    /// how often its key is given (a repeated ignored key is said once, as a warning).
     fn member(
         &mut self,
         ov: &mut ServiceOverride,
@@ -256,9 +272,10 @@ impl Ctx<'_> {
         path: &str,
         key: &str,
         v: &str,
+        times: usize,
     ) -> bool {
         match key {
-            SERVICE_NAME => trace_ignored(path),
+            SERVICE_NAME => self.ignored(path, times),
             "retry" => return self.section(ov, svc, path, v, &RETRY_KEYS),
             "circuit_breaker" => return self.section(ov, svc, path, v, &BREAKER_KEYS),
             _ => {
@@ -269,7 +286,7 @@ impl Ctx<'_> {
                 } else {
                     did_you_mean(key, &SECTIONS)
                 };
-                self.unknown_key(path.to_owned(), svc, &hint);
+                self.unknown_key(path.to_owned(), svc, &hint, times);
             }
         }
         true
@@ -298,11 +315,15 @@ impl Ctx<'_> {
         let mut valid = true;
         for (i, (key, v)) in fields.0.iter().enumerate() {
             let field_path = format!("{path}.{}", segment(key));
-            if !self.once(&fields, i, &field_path, service) {
+            let times = fields.count(key);
+            let setting = keys.contains(&key.as_str());
+            if !setting && !fields.is_first(i) {
+                // Ignored anyway: said once, at its first appearance.
+            } else if setting && !self.once(&fields, i, &field_path, service) {
                 valid = false;
             } else if key == SERVICE_NAME {
-                trace_ignored(&field_path);
-            } else if keys.contains(&key.as_str()) {
+                self.ignored(&field_path, times);
+            } else if setting {
                 let parsed = serde_json::from_str::<Value>(v.get()).map_err(|e| {
                     let why = resilience_core::sanitize(&e.to_string()).into_owned();
                     format!("cannot be read ({why}), got {}", shown(v.get()))
@@ -317,14 +338,15 @@ impl Ctx<'_> {
                 }
             } else {
                 let hint = did_you_mean(key, keys);
-                self.unknown_key(field_path, service, &hint);
+                self.unknown_key(field_path, service, &hint, times);
             }
         }
         valid
     }
 
-    /// Whether the member at `index` has a key of its own; a repeated key (C10) is reported
-    /// once, at its first appearance, and makes the service's override invalid (C8).
+    /// Whether the member at `index` has a key of its own; a repeated section or setting (C10)
+    /// is reported once, at its first appearance, and makes the service's override invalid
+    /// (C8): which of its values was meant is unknown.
     fn once(&mut self, members: &Members, index: usize, path: &str, service: &str) -> bool {
         let times = members.count(&members.0[index].0);
         if times == 1 {
@@ -340,12 +362,34 @@ impl Ctx<'_> {
         false
     }
 
-    fn unknown_key(&mut self, path: String, service: &str, hint: &str) {
+    fn unknown_key(&mut self, path: String, service: &str, hint: &str, times: usize) {
         let key = path.rsplit('.').next().unwrap_or_default().to_owned();
+        let repeated = if times > 1 {
+            format!(" (it appears {times} times)")
+        } else {
+            String::new()
+        };
         self.push(
             DiagnosticKind::UnknownKey,
             path,
-            format!("unknown key `{key}` in the override for `{service}`, ignored{hint}"),
+            format!("unknown key `{key}` in the override for `{service}`, ignored{repeated}{hint}"),
+        );
+    }
+
+    /// A `service_name` key, ignored (C7): silently once; a warning when repeated (it hints
+    /// at two objects merged by hand), which skips nothing, since no value is in doubt.
+    fn ignored(&mut self, path: &str, times: usize) {
+        if times == 1 {
+            trace_ignored(path);
+            return;
+        }
+        self.push(
+            DiagnosticKind::RepeatedIgnoredKey,
+            path.to_owned(),
+            format!(
+                "`{SERVICE_NAME}` appears {times} times; ignored, as it always is in an \
+                 override (this alone skips nothing)"
+            ),
         );
     }
 

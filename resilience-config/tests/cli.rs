@@ -177,7 +177,8 @@ fn c1_c8_check_lists_every_problem_by_variable_or_path_and_exits_1() {
         "CLEVERAGENTS_CB_RECOVERY_TIMEOUT",
         "plan_service.retry.max_attempts",
         "x.retry.jiter",
-        "4 problem(s)",
+        // The unknown key is named but only warns (C10).
+        "3 problem(s) found, 1 warning(s)",
     ] {
         assert!(out.contains(needle), "{needle} missing from\n{out}");
     }
@@ -480,4 +481,76 @@ fn c13_control_characters_in_a_service_name_are_shown_escaped() {
             "{args:?}: the service is still named: {all}"
         );
     }
+}
+
+/// C10: an unknown key inside an override *warns*: `check` names it (path and closest valid
+/// key) and exits 0 when nothing else is wrong. It used to count as a problem and exit 1.
+/// `--strict` makes any warning fail, for CI that wants typos to break the build.
+#[test]
+fn c10_check_warns_on_an_unknown_key_and_strict_fails_on_it() {
+    let typo = r#"{"plan_service": {"retry": {"max_atempts": 5, "base_delay": 2.0}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, typo)]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("plan_service.retry.max_atempts"))
+        .unwrap_or_else(|| panic!("the key is not named in\n{out}"));
+    assert!(line.starts_with("warning:"), "{line}");
+    assert!(line.contains("did you mean `max_attempts`?"), "{line}");
+    assert!(!out.contains("error:"), "{out}");
+    assert!(out.contains("OK:") && out.contains("1 warning(s)"), "{out}");
+
+    let o = run(&["check", "--strict"], &[(OVERRIDES, typo)]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("plan_service.retry.max_atempts"), "{out}");
+    assert!(!out.contains("OK:"), "{out}");
+    assert!(out.contains("--strict"), "{out}");
+
+    // A clean environment passes `--strict` too.
+    let o = run(&["check", "--strict"], &[(OVERRIDES, SEED_EXAMPLE)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+/// C10 and C1 together: an unknown key stays a warning next to an invalid value, which still
+/// fails `check` (exit 1) and is the only thing counted as a problem. A misspelt prefixed
+/// variable is an unknown key too: a warning, failing only under `--strict`.
+#[test]
+fn c10_c1_an_invalid_value_still_fails_check_beside_a_warning() {
+    let json = r#"{"plan_service": {"retry": {"max_attempts": 0, "jiter": true}}}"#;
+    let o = run(&["check"], &[(OVERRIDES, json)]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("error:") && l.contains("plan_service.retry.max_attempts")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("warning:") && l.contains("plan_service.retry.jiter")),
+        "{out}"
+    );
+    assert!(out.contains("1 problem(s)"), "{out}");
+
+    let vars = [("CLEVERAGENTS_RETRY_MAX_ATEMPTS", "5")];
+    let o = run(&["check"], &vars);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("warning: CLEVERAGENTS_RETRY_MAX_ATEMPTS")
+            && out.contains("did you mean CLEVERAGENTS_RETRY_MAX_ATTEMPTS?"),
+        "{out}"
+    );
+    assert_eq!(run(&["check", "--strict"], &vars).status.code(), Some(1));
+}
+
+/// `check --help` documents `--strict`.
+#[test]
+fn c10_check_help_documents_strict() {
+    let o = run(&["check", "--help"], &[]);
+    let h = stdout(&o);
+    assert!(o.status.success(), "{h}");
+    assert!(h.contains("--strict") && h.contains("warning"), "{h}");
 }

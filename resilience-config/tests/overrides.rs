@@ -494,3 +494,57 @@ fn c8_problems_inside_a_repeated_service_or_section_are_still_named() {
     assert!(!c.has_override("s") && !c.has_override("t"));
     assert_eq!(resolve(&c, "plan_service").max_attempts.value, 4);
 }
+
+/// C7, C8, C10: a repeated key that is ignored anyway, `service_name` (C7) or an unknown
+/// key, does not skip the service: no value is in doubt, so the rest of the override applies
+/// and the repeat is a warning (it used to be an InvalidValue skipping the whole service).
+/// A repeated key that sets something still skips it (see
+/// `c10_a_repeated_key_is_reported_and_its_service_skipped`).
+#[test]
+fn c7_c10_a_repeated_ignored_key_warns_and_the_override_still_applies() {
+    let (c, events) = capture(|| {
+        with_overrides(
+            r#"{"plan_service": {"service_name": "a", "service_name": "b",
+                                 "retry": {"max_attempts": 4,
+                                           "service_name": "x", "service_name": "y"}},
+                "trace_service": {"retry": {"max_atempts": 1, "max_atempts": 2,
+                                            "base_delay": 2.0},
+                                  "colour": 1, "colour": 2}}"#,
+        )
+    });
+    let plan = resolve(&c, "plan_service");
+    assert_eq!(
+        (plan.max_attempts.value, plan.max_attempts.source),
+        (4, Source::Json)
+    );
+    let trace = resolve(&c, "trace_service");
+    assert_eq!(
+        (trace.base_delay.value, trace.base_delay.source),
+        (2.0, Source::Json)
+    );
+    let d = c.diagnostics();
+    assert!(d.iter().all(|d| d.kind().is_warning()), "{d:?}");
+    let paths: Vec<_> = d.iter().filter_map(|d| d.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            "plan_service.service_name",
+            "plan_service.retry.service_name",
+            "trace_service.retry.max_atempts",
+            "trace_service.colour",
+        ],
+        "{d:?}"
+    );
+    for d in d {
+        assert!(d.message().contains("appears 2 times"), "{d}");
+    }
+    // The unknown key still gets its suggestion, said once.
+    assert!(
+        d[2].message().contains("did you mean `max_attempts`?"),
+        "{}",
+        d[2]
+    );
+    assert_eq!(d[0].kind(), DiagnosticKind::RepeatedIgnoredKey);
+    assert_eq!(d[2].kind(), DiagnosticKind::UnknownKey);
+    assert_eq!(warnings(&events).len(), 4);
+}

@@ -229,6 +229,36 @@ fn s1_a_url_password_holding_quotes_backslash_or_angle_brackets_is_hidden() {
     check("['redis://u:pw@h:1','x@y']", "['redis://***@h:1','x@y']");
 }
 
+/// S1 with a quote in the *user* part (`o'brien`): the user part refused quotes, so the URL
+/// did not match and user and password leaked whole. A quote inside a user name now reads
+/// as part of it, under the rule a password's quote follows (a quote that is followed by a
+/// blank or `,` `:` `;` `)` `]` `}` still closes the string holding the URL).
+#[test]
+fn s1_a_quote_in_the_url_user_part_does_not_leak_the_password() {
+    check("postgres://o'brien:pw@host/db", "postgres://***@host/db");
+    for (input, secret) in [
+        (
+            "connect postgres://o'brien:hunter2@db:5432/x failed",
+            "hunter2",
+        ),
+        (
+            "connect postgres://o\"brien:hunter2@db:5432/x failed",
+            "hunter2",
+        ),
+        (r#"url: "redis://o\"brien:hunter2@cache:6379""#, "hunter2"),
+        ("url='postgres://o'brien:hunter2@host/db'", "hunter2"),
+        ("git fetch https://o'brien@github.com/o/r.git", "brien"),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+        assert!(out.contains("://***@"), "{input:?} -> {out:?}");
+    }
+    // A quote that closes the string holding a URL still ends its user part.
+    unchanged(r#"{"http://host":"a@b"}"#);
+    unchanged(r#"see "http://host", 'bob:x@example.com'"#);
+    unchanged("['http://h', 'bob@example.com']");
+}
+
 /// Bare shapes added after review: an unsigned JWT, LLM provider keys, a PEM body whose
 /// newlines are escaped (`\n`, as Debug and JSON print them).
 #[test]
@@ -298,6 +328,92 @@ fn s2_pem_private_key_body_is_redacted() {
         "private_key=-----BEGIN PRIVATE KEY-----\nMIIBVQ==",
         "private_key=*** PRIVATE KEY-----\n***",
     );
+}
+
+/// S2 in XML: an element named like a secret key (`<password>abc</password>`) leaked its
+/// text, as `>` was no separator. Its text, up to the next tag, is hidden now; CDATA too.
+/// Only an element opens one: generics (`Vec<Token>`), comparisons and closing tags do not.
+#[test]
+fn s2_an_xml_element_named_like_a_secret_key_is_redacted() {
+    check("<password>abc</password>", "<password>***</password>");
+    check("<Password>abc</Password>", "<Password>***</Password>");
+    check(
+        "<config><db_password>abc def</db_password><user>bob</user></config>",
+        "<config><db_password>***</db_password><user>bob</user></config>",
+    );
+    check(
+        "<db:password>abc</db:password>",
+        "<db:password>***</db:password>",
+    );
+    check(
+        "body: <auth>\n  <token>\n    abc\n  </token>\n</auth>",
+        "body: <auth>\n  <token>\n    ***\n  </token>\n</auth>",
+    );
+    check(
+        "<password><![CDATA[a<b>c]]></password>",
+        "<password><![CDATA[***]]></password>",
+    );
+    // Text starting with `>` (found by the leak proptest: it read as a doubled separator).
+    check("<token>>}  a0= </token>", "<token>*** </token>");
+    // Unterminated (a cut body): to the end.
+    check("response <token>abc def", "response <token>***");
+    // Nothing to hide: empty, or a marker.
+    unchanged("<password></password> <token>null</token>");
+    // Not an element holding a secret.
+    unchanged("expected Vec<Token>, found Option<AccessToken>");
+    unchanged("if token>limit then; a->token>>2");
+    unchanged("</password> and <tokens>5</tokens> and <password_hint>x</password_hint>");
+}
+
+/// S2 in YAML and in connection strings (libpq DSN, .NET/ADO): the key=value and `key: value`
+/// rules already cover these (pinned here; they did not leak).
+#[test]
+fn s2_yaml_and_connection_string_forms_are_redacted() {
+    check(
+        "db:\n  password: abc\n  user: x",
+        "db:\n  password: ***\n  user: x",
+    );
+    check("password: 'a b'", "password: '***'");
+    check(
+        "host=h password=abc dbname=d",
+        "host=h password=*** dbname=d",
+    );
+    check(
+        "host=h password='a b' dbname=d",
+        "host=h password='***' dbname=d",
+    );
+    check(
+        "Server=x;Database=d;User Id=u;Password=abc;Encrypt=true",
+        "Server=x;Database=d;User Id=u;Password=***;Encrypt=true",
+    );
+    check("Data Source=x;Password=abc;", "Data Source=x;Password=***;");
+    check("Password = abc ; Database=d", "Password = *** ; Database=d");
+    check("Password=\"a;b\";Database=d", "Password=\"***\";Database=d");
+}
+
+/// S2, S4: a secret holding a quote then a comma (`ab",x`): when it is quoted, the quote is
+/// escaped and the value is hidden whole; unquoted, the `",` run is followed by more value
+/// and stays in it. None of it leaks (pinned; these did not leak).
+#[test]
+fn s2_s4_a_secret_holding_a_quote_then_a_comma_is_hidden_whole() {
+    check(r#"{"password":"ab\",x"}"#, r#"{"password":"***"}"#);
+    check(
+        r#"{"password":"ab\",x", "user": "bob"}"#,
+        r#"{"password":"***", "user": "bob"}"#,
+    );
+    check(
+        r#"body: "{\"password\":\"ab\\\",x\"}""#,
+        r#"body: "{\"password\":\"***\"}""#,
+    );
+    check(
+        r#"Cfg { password: "ab\",x" }"#,
+        r#"Cfg { password: "***" }"#,
+    );
+    check(r#"{'password': 'ab",x'}"#, r#"{'password': '***'}"#);
+    check(r#"password=abc",x rest"#, "password=*** rest");
+    check(r#"?password=ab",x&user=bob"#, "?password=***&user=bob");
+    // A quoted value ends at its closing quote: what follows is not the secret.
+    check(r#"password="abc",x"#, r#"password="***",x"#);
 }
 
 // ---- S3: headers ----
@@ -491,6 +607,10 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9!$%+.=~_'"\\<>-]{8,24}"#,
             |s| format!("postgres://admin:{s}@db:5432/app"),
         ),
+        // A quote in the user part, as in a name (`o'brien`).
+        ("S1 quoted user", "[A-Za-z0-9!$%+,.:;=~_/?#@-]{8,24}", |s| {
+            format!("postgres://o'brien:{s}@db:5432/app")
+        }),
         ("S1 user", "[A-Za-z0-9_.~-]{8,24}", |s| {
             format!("https://{s}@github.com/o/r.git")
         }),
@@ -503,6 +623,12 @@ fn forms() -> Vec<Form> {
         ("S2 quoted", QUOTED, |s| {
             format!("password=\"{}\" user=bob", escape(s, '"'))
         }),
+        // Element text: anything but `<`, which starts the next tag.
+        (
+            "S2 xml",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
+            |s| format!("<cfg><db_password>{s}</db_password></cfg>"),
+        ),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
         ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
@@ -553,6 +679,7 @@ proptest! {
                 Just("."), Just("AKIA"), Just("-----BEGIN RSA PRIVATE KEY-----"),
                 Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
+                Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
             ],
             0..60,
         )

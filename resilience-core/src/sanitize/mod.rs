@@ -25,6 +25,8 @@
 //! userinfo, never less). It may hold quotes, backslashes and `<>` as well, except a run of
 //! them followed by a blank or by `,` `:` `;` `)` `]` `}`: that reads as the end of a quoted
 //! string holding the URL (`"http://h:80","a@b"` keeps its `@`), so such a password leaks.
+//! The user part may hold them too (`postgres://o'brien:pw@host`), followed by a character
+//! of the user part: a quote just before its `:` or `@` closes the string (`{"http://h":"a@b"}`).
 //!
 //! **S2, key–value pairs.** A key, a separator, a value. A key is secret when it *ends* with
 //! one of: `api_key`, `password`, `passwd`, `passphrase`, `secret`, `secret_key`,
@@ -49,6 +51,16 @@
 //!   value, so `password=a,b;c` is hidden whole while `password=x&user=bob` keeps
 //!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. An unquoted
 //!   password containing a space cannot be told apart from prose and leaks after the space.
+//! - *XML*: an element named like a secret key, `<password>abc</password>` or
+//!   `<db:password>`, is a pair whose value is the element's text up to the next tag (blanks
+//!   around it kept; a `<![CDATA[…]]>` section's content), or to the end when no tag follows.
+//!   Only a start tag counts: `<` not after a word character, so generics (`Vec<Token>`),
+//!   comparisons (`token>limit`) and closing tags are left alone. A start tag with
+//!   attributes (`<password type="x">`) is not read as one.
+//! - *YAML and connection strings* need nothing more: `password: abc` is a pair, and so is
+//!   each `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;`
+//!   before the next `key=` ends the value). ODBC's `Pwd=` is no secret key (it would hide
+//!   every shell `PWD=` path too).
 //! - A value that opens with `{` or `[` is hidden whole, up to its matching bracket (quoted
 //!   strings inside skipped): under a secret key, its items are the secret. The markers
 //!   `None`, `null`, `nil`, `true` and `false` are kept, as they hide nothing and say
@@ -202,25 +214,49 @@ fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
     while let Some(m) = key_re.find_at(&lower, pos) {
         pos = m.end();
         let matched = m.as_str().as_bytes();
-        let kind = if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
-            KeyKind::Header
+        let kind = if matched.ends_with(b">") && !matched.ends_with(b"=>") {
+            // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
+            // anything, `>` included.
+            if !opens_element(text.as_bytes(), m.start()) {
+                continue;
+            }
+            KeyKind::Element
         } else {
-            KeyKind::Word
+            // The separator is the last non-blank byte of the match; doubled, it is not one.
+            let sep_at = matched
+                .iter()
+                .rposition(|&c| c != b' ' && c != b'\t')
+                .map_or(m.end(), |p| m.start() + p);
+            let sep = text.as_bytes().get(sep_at);
+            if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
+                continue;
+            }
+            if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
+                KeyKind::Header
+            } else {
+                KeyKind::Word
+            }
         };
-        // The separator is the last non-blank byte of the match; doubled, it is not one.
-        let sep_at = matched
-            .iter()
-            .rposition(|&c| c != b' ' && c != b'\t')
-            .map_or(m.end(), |p| m.start() + p);
-        let sep = text.as_bytes().get(sep_at);
-        if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
-            continue;
-        }
         if let Some(found) = value::extent(text, m.end(), kind) {
             pos = pos.max(found.resume);
             spans.push(found.hide);
         }
     }
+}
+
+/// Whether the name ending in the key at `key_start` is an XML start tag: `<` before it (after
+/// any namespace or prefix, `<db:password>`), itself not after a word character, so a generic
+/// type (`Vec<Token>`, `Option<AccessToken>`) is not one, nor a closing tag (`</token>`).
+fn opens_element(b: &[u8], key_start: usize) -> bool {
+    let name_start = b[..key_start]
+        .iter()
+        .rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':')))
+        .map_or(0, |p| p + 1);
+    if name_start == 0 || b[name_start - 1] != b'<' {
+        return false;
+    }
+    let before = name_start - 1;
+    before == 0 || !(b[before - 1].is_ascii_alphanumeric() || b[before - 1] == b'_')
 }
 
 /// S1 and bare credentials.

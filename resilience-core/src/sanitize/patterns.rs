@@ -21,9 +21,10 @@ const KEY_THEN_SEPARATOR: &str = concat!(
     r"(?:api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?key",
     r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
     r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
-    // A closing quote of a quoted key, possibly escaped (JSON inside a string).
-    r#"(?:\\?["'])?"#,
-    r"[ \t]*(?:=>?|:=?)[ \t]*",
+    // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
+    // separator; or the `>` of an XML start tag (checked to be one by the caller).
+    r#"(?:(?:\\?["'])?"#,
+    r"[ \t]*(?:=>?|:=?)[ \t]*|>)",
 );
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
@@ -35,9 +36,12 @@ const SHAPED: &str = concat!(
     // leaking. It may hold quotes, backslashes and angle brackets too (a generated password
     // can, and `Debug` escapes a quote as `\"`), but a run of them followed by whitespace or
     // `,` `:` `;` `)` `]` `}` closes the string the URL was in, so the match stops there:
-    // `"http://h:80","a@b"` is not read as credentials.
-    r#"://(?P<url>[^\s/?#'"<>\\@]*:(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*['"<>\\]*"#,
-    r#"|[^\s/?#'"<>\\]+)@"#,
+    // `"http://h:80","a@b"` is not read as credentials. The user part may hold them too
+    // (`o'brien`), but only followed by a character of the user part, so a quote before the
+    // `:` or `@` (`{"http://host":"a@b"}`) still closes the string.
+    r#"://(?P<url>(?:[^\s/?#'"<>\\@]|['"<>\\]+[^\s/?#'"<>\\@,:;)\]}])*"#,
+    r#":(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*['"<>\\]*"#,
+    r#"|(?:[^\s/?#'"<>\\]|['"<>\\]+[^\s/?#'"<>\\@,:;)\]}])+)@"#,
     // Bare credentials with a well-known prefix (open-ended lengths: see the module docs).
     r"|(?-u:\b)(?P<tok>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
     r"|(?:AKIA|ASIA)[A-Z0-9]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}",

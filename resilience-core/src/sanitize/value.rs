@@ -13,6 +13,8 @@ pub(super) enum KeyKind {
     Word,
     /// `Authorization`, `Cookie`, …: an unquoted value runs to the end of the line.
     Header,
+    /// An XML start tag `<password>`: the value is the element's text, up to the next tag.
+    Element,
 }
 
 /// The part of a value to hide, and where scanning for the next key resumes.
@@ -36,6 +38,9 @@ const NOT_SECRETS: [&[u8]; 5] = [b"None", b"null", b"nil", b"true", b"false"];
 pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> {
     let all = text.as_bytes();
     let b = all.strip_suffix(ELLIPSIS.as_bytes()).unwrap_or(all);
+    if kind == KeyKind::Element {
+        return kept(b, element_text(b, start));
+    }
     let mut i = start;
     // Rust `Debug` of an `Option`: look inside `Some(…)`.
     if b.get(i..i + 5) == Some(b"Some(") {
@@ -55,11 +60,50 @@ pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> 
         _ if kind == KeyKind::Header => to_line_end(b, i),
         _ => unquoted_word(b, i),
     };
+    kept(b, found)
+}
+
+/// `found`, unless it hides nothing (empty, or a marker such as `None`).
+fn kept(b: &[u8], found: Extent) -> Option<Extent> {
     let hide = &b[found.hide.clone()];
     if hide.is_empty() || NOT_SECRETS.contains(&hide) {
         return None;
     }
     Some(found)
+}
+
+/// An XML element's text from `from`: up to the next `<` (the closing tag, or a child),
+/// blanks around it kept; a `<![CDATA[…]]>` section's content. Unterminated: to the end.
+fn element_text(b: &[u8], from: usize) -> Extent {
+    const CDATA: &[u8] = b"<![CDATA[";
+    if b[from..].starts_with(CDATA) {
+        let start = from + CDATA.len();
+        return match b[start..].windows(3).position(|w| w == b"]]>") {
+            Some(p) => Extent {
+                hide: start..start + p,
+                resume: start + p + 3,
+            },
+            None => Extent {
+                hide: start..b.len(),
+                resume: b.len(),
+            },
+        };
+    }
+    let end = b[from..]
+        .iter()
+        .position(|&c| c == b'<')
+        .map_or(b.len(), |p| from + p);
+    let text = &b[from..end];
+    let lead = text.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    let trail = text[lead..]
+        .iter()
+        .rev()
+        .take_while(|c| c.is_ascii_whitespace())
+        .count();
+    Extent {
+        hide: from + lead..end - trail,
+        resume: end,
+    }
 }
 
 /// A `'…'` or `"…"` string whose content starts at `from`; backslash escapes the next byte.

@@ -31,7 +31,14 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         service: Option<String>,
     },
-    /// Validate the environment: print every problem, naming the variable or JSON path, and
-    /// exit with status 1 if there is any.
-    Check,
+    /// Validate the environment: print every problem and warning, naming the variable or
+    /// JSON path, and exit with status 1 if there is any problem (an invalid value, which
+    /// is not applied). Unknown keys and suspect service names are only warnings (exit 0).
+    Check {
+        /// Also exit with status 1 on any warning (an unknown key or variable, a service
+        /// name a typo away from a built-in one, a base delay above the max delay): for CI
+        /// that wants typos to fail.
+        #[arg(long)]
+        strict: bool,
+    },
 }

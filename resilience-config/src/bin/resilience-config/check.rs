@@ -1,21 +1,25 @@
-//! `check`: every problem, or one OK line.
+//! `check`: every problem and warning, or one OK line.
 
-use resilience_config::{CodeDeclared, Config, DiagnosticKind};
+use resilience_config::{CodeDeclared, Config};
 use resilience_core::backoff::BackoffStrategy;
 
-/// What `check` prints and how many problems it found.
+/// What `check` prints, and whether it fails: on any problem, or with `--strict` on any
+/// warning too.
 pub struct Report {
     pub text: String,
-    pub problems: usize,
+    pub failed: bool,
 }
 
 /// Lists every loading diagnostic, then confirms each service's policies build.
-pub fn run(config: &Config) -> Report {
-    // A suspect service name is applied as written (C11): a warning, not a problem.
+///
+/// A diagnostic is a warning when nothing was rejected (an unknown key, C10, or a suspect
+/// service name, applied as written, C11); anything else is a problem. `strict` turns
+/// warnings into failure.
+pub fn run(config: &Config, strict: bool) -> Report {
     let (warnings, errors): (Vec<_>, Vec<_>) = config
         .diagnostics()
         .iter()
-        .partition(|d| d.kind() == DiagnosticKind::SuspectServiceName);
+        .partition(|d| d.kind().is_warning());
     let mut lines: Vec<String> = errors.iter().map(|d| format!("error: {d}")).collect();
     let mut advice = Vec::new();
     let services = config.service_names();
@@ -54,20 +58,30 @@ pub fn run(config: &Config) -> Report {
         }
     }
     let problems = lines.len();
+    let warned = warnings.len() + advice.len();
     let mut text: String = warnings.iter().map(|d| format!("warning: {d}\n")).collect();
     for a in &advice {
         text.push_str(a);
         text.push('\n');
     }
-    if problems == 0 {
+    let warned_note = match warned {
+        0 => String::new(),
+        n => format!(", {n} warning(s)"),
+    };
+    let failed = problems > 0 || (strict && warned > 0);
+    if !failed {
         text.push_str(&format!(
-            "OK: {} services, no problems (prefix {})\n",
+            "OK: {} services, no problems{warned_note} (prefix {})\n",
             services.len(),
             config.prefix()
         ));
+    } else if problems == 0 {
+        text.push_str(&format!(
+            "{warned} warning(s) found; --strict fails on warnings\n"
+        ));
     } else {
         text.push_str(&lines.join("\n"));
-        text.push_str(&format!("\n{problems} problem(s) found\n"));
+        text.push_str(&format!("\n{problems} problem(s) found{warned_note}\n"));
     }
-    Report { text, problems }
+    Report { text, failed }
 }

@@ -49,6 +49,6 @@ pub fn warn_on_stderr(config: &Config) {
         eprintln!("warning: {}", crate::render::printable(&d.to_string()));
     }
     if !config.diagnostics().is_empty() {
-        eprintln!("(run `resilience-config check` to validate; exit status 1 on problems)");
+        eprintln!("(run `resilience-config check` to validate; exit status 1 on problems, or with --strict on warnings too)");
     }
 }

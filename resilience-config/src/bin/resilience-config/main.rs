@@ -3,7 +3,8 @@
 //!
 //! - `explain [--json] [--service NAME]`: every service's retry and breaker values and where
 //!   each came from;
-//! - `check`: every problem in the environment; exit status 1 if there is any.
+//! - `check [--strict]`: every problem and warning in the environment; exit status 1 if
+//!   there is any problem (an invalid value), or with `--strict` any warning (an unknown key).
 //!
 //! Status 2: bad arguments, or the output could not be written.
 
@@ -36,12 +37,12 @@ fn main() -> ExitCode {
             };
             (out, ExitCode::SUCCESS)
         }
-        Command::Check => {
-            let report = check::run(&config);
-            let status = if report.problems == 0 {
-                ExitCode::SUCCESS
-            } else {
+        Command::Check { strict } => {
+            let report = check::run(&config, strict);
+            let status = if report.failed {
                 ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
             };
             (report.text, status)
         }
