@@ -87,7 +87,7 @@ pub fn sync_retry<T, E: RetryableError>(
 #[inline]
 pub fn sync_retry_with<T, E: RetryableError>(
     site: &'static CallSite,
-    classifier: ErasedClassifier<E>,
+    classifier: ErasedClassifier<'_, E>,
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E> {
     let mut driver = site
@@ -229,19 +229,20 @@ impl<T, E> AttemptResult for Result<T, E> {
 /// its `Result<T, E>`) before anything else is inferred from it: an unfit classifier is one
 /// error on the value (a classifier fn for another error type would otherwise decide `E`
 /// and make the body the error). The expansion passes `&value`, which the compiler promotes
-/// to `'static` for what the attribute documents (a unit struct, a `fn`, a `const`).
+/// to `'static` for what the attribute documents (a unit struct, a `fn`, a `const`); the
+/// erased lifetime `'c` is not `'static`, so `E` need not be (a generic or borrowing error).
 #[inline(always)]
-pub fn classifier<R: AttemptResult>(
-    classifier: &'static (dyn Classifier<R::Error> + Sync),
-) -> ErasedClassifier<R::Error> {
+pub fn classifier<'c, R: AttemptResult>(
+    classifier: &'c (dyn Classifier<R::Error> + Sync + 'c),
+) -> ErasedClassifier<'c, R::Error> {
     ErasedClassifier(classifier)
 }
 
 /// A checked `classify` value. Called only after a failed attempt, so the virtual call costs
 /// nothing on the success path, and the drivers are not generic over the classifier.
-pub struct ErasedClassifier<E: 'static>(&'static (dyn Classifier<E> + Sync));
+pub struct ErasedClassifier<'c, E>(&'c (dyn Classifier<E> + Sync + 'c));
 
-impl<E> Classifier<E> for ErasedClassifier<E> {
+impl<E> Classifier<E> for ErasedClassifier<'_, E> {
     #[inline]
     fn classify(&self, error: &E) -> ErrorClass {
         self.0.classify(error)
@@ -250,10 +251,10 @@ impl<E> Classifier<E> for ErasedClassifier<E> {
 
 /// [`async_loop`] for a fn declared with `classify = …` (see [`sync_retry_with`]).
 #[inline]
-pub fn async_loop_with<E>(
+pub fn async_loop_with<'c, E>(
     site: &'static CallSite,
-    classifier: ErasedClassifier<E>,
-) -> AsyncLoop<'static, ErasedClassifier<E>> {
+    classifier: ErasedClassifier<'c, E>,
+) -> AsyncLoop<'static, ErasedClassifier<'c, E>> {
     site.guard()
         .call(site.operation())
         .idempotent()
@@ -263,10 +264,10 @@ pub fn async_loop_with<E>(
 
 /// [`step`] for the driver of [`async_loop_with`].
 #[inline(always)]
-pub fn step_with<'s, T, E: RetryableError, F: Future<Output = Result<T, E>>>(
-    driver: &'s mut AsyncLoop<'static, ErasedClassifier<E>>,
+pub fn step_with<'s, 'c, T, E: RetryableError, F: Future<Output = Result<T, E>>>(
+    driver: &'s mut AsyncLoop<'static, ErasedClassifier<'c, E>>,
     attempt: F,
-) -> StepWith<'s, E, F> {
+) -> StepWith<'s, 'c, E, F> {
     StepWith {
         inner: driver.step(attempt),
     }
@@ -275,13 +276,13 @@ pub fn step_with<'s, T, E: RetryableError, F: Future<Output = Result<T, E>>>(
 pin_project_lite::pin_project! {
     /// The future of [`step_with`].
     #[must_use = "futures do nothing unless polled"]
-    pub struct StepWith<'s, E: 'static, F> {
+    pub struct StepWith<'s, 'c, E, F> {
         #[pin]
-        inner: AsyncStep<'s, 'static, ErasedClassifier<E>, F>,
+        inner: AsyncStep<'s, 'static, ErasedClassifier<'c, E>, F>,
     }
 }
 
-impl<T, E: RetryableError, F: Future<Output = Result<T, E>>> Future for StepWith<'_, E, F> {
+impl<T, E: RetryableError, F: Future<Output = Result<T, E>>> Future for StepWith<'_, '_, E, F> {
     type Output = ControlFlow<Result<T, E>>;
 
     #[inline(always)]

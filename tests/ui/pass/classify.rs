@@ -54,6 +54,44 @@ fn future_read(id: u64) -> impl Future<Output = Result<u64, ApiError>> {
     async move { Ok(id) }
 }
 
+// A generic error type (not `'static`) and an error that borrows.
+#[retry_service_operation(service = "ui_classify", idempotent, classify = ByHint)]
+fn generic_read<E>(id: u64) -> Result<u64, E>
+where
+    E: From<resilience::ResilienceError> + std::fmt::Display + RetryHint,
+{
+    Ok(id)
+}
+
+#[derive(Debug)]
+pub enum Borrowed<'a> {
+    Missing(&'a str),
+    Refused(resilience::ResilienceError),
+}
+impl From<resilience::ResilienceError> for Borrowed<'_> {
+    fn from(e: resilience::ResilienceError) -> Self {
+        Borrowed::Refused(e)
+    }
+}
+impl std::fmt::Display for Borrowed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Borrowed::Missing(k) => write!(f, "missing {k}"),
+            Borrowed::Refused(e) => write!(f, "{e}"),
+        }
+    }
+}
+impl RetryHint for Borrowed<'_> {
+    fn retry_hint(&self) -> ErrorClass {
+        ErrorClass::Permanent
+    }
+}
+
+#[retry_service_operation(service = "ui_classify", idempotent, classify = ByHint)]
+async fn borrowing_read<'a>(keys: &'a [String], i: usize) -> Result<u64, Borrowed<'a>> {
+    keys.get(i).map(|_| i as u64).ok_or(Borrowed::Missing("key"))
+}
+
 pub struct Client;
 
 #[service_defaults(service = "ui_classify", classify = ByHint)]
@@ -84,4 +122,7 @@ fn main() {
     assert_eq!(c.inherited(4).unwrap(), 4);
     assert_eq!(rt.block_on(c.own(5)).unwrap(), 5);
     assert_eq!(c.write(6).unwrap(), 6);
+    assert_eq!(generic_read::<ApiError>(7).unwrap(), 7);
+    let keys = vec!["a".to_string()];
+    assert_eq!(rt.block_on(borrowing_read(&keys, 0)).unwrap(), 0);
 }
