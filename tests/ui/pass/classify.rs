@@ -92,6 +92,41 @@ async fn borrowing_read<'a>(keys: &'a [String], i: usize) -> Result<u64, Borrowe
     keys.get(i).map(|_| i as u64).ok_or(Borrowed::Missing("key"))
 }
 
+// The value handed through `macro_rules!` fragments, as a path or an expression.
+macro_rules! classified_read {
+    ($name:ident, $c:path, $d:expr) => {
+        #[retry_service_operation(service = "ui_classify", idempotent, classify = $c)]
+        fn $name(id: u64) -> Result<u64, ApiError> {
+            Ok(id)
+        }
+
+        #[retry_service_operation(service = "ui_classify", idempotent, classify = $d)]
+        async fn expr_read(id: u64) -> Result<u64, ApiError> {
+            Ok(id)
+        }
+    };
+}
+classified_read!(macro_read, ByHint, only_throttling_retries);
+
+// An associated const, and a boxed future (what `#[async_trait]` makes of an `async fn`).
+pub struct Hinted;
+impl Hinted {
+    const CLASSIFIER: ByHint = ByHint;
+
+    #[retry_service_operation(service = "ui_classify", idempotent, classify = Self::CLASSIFIER)]
+    fn read(&self, id: u64) -> Result<u64, ApiError> {
+        Ok(id)
+    }
+
+    #[retry_service_operation(service = "ui_classify", idempotent, classify = ByHint)]
+    fn boxed_read(
+        &self,
+        id: u64,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<u64, ApiError>> + Send + '_>> {
+        Box::pin(async move { Ok(id) })
+    }
+}
+
 pub struct Client;
 
 #[service_defaults(service = "ui_classify", classify = ByHint)]
@@ -123,6 +158,13 @@ fn main() {
     assert_eq!(rt.block_on(c.own(5)).unwrap(), 5);
     assert_eq!(c.write(6).unwrap(), 6);
     assert_eq!(generic_read::<ApiError>(7).unwrap(), 7);
+    assert_eq!(macro_read(8).unwrap(), 8);
+    assert_eq!(rt.block_on(expr_read(9)).unwrap(), 9);
+    assert_eq!(Hinted.read(10).unwrap(), 10);
+    assert_eq!(rt.block_on(Hinted.boxed_read(11)).unwrap(), 11);
+    // The boxed future is still `Send`, with its classifier.
+    fn is_send<T: Send>(_: &T) {}
+    is_send(&Hinted.boxed_read(12));
     let keys = vec!["a".to_string()];
     assert_eq!(rt.block_on(borrowing_read(&keys, 0)).unwrap(), 0);
 }
