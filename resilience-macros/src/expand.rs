@@ -77,9 +77,18 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         let name = Ident::new(name, plan.error_span);
         quote_spanned!(plan.error_span=> #p_at_error::#name)
     };
-    let step_fn = || match plan.classify {
-        None => driver_fn("step"),
-        Some(_) => driver_fn("step_with"),
+    // R12: the `classify` value, checked against the error type by `P::classifier`; the `&`
+    // carries the value's span, so an unfit classifier is reported on the value.
+    let classifier = plan.classify.as_ref().map(|(value, span)| {
+        let amp = quote_spanned!(*span=> &);
+        quote!(#p::classifier::<#ty>(#amp #value))
+    });
+    let step_fn = || {
+        driver_fn(if classifier.is_some() {
+            "step_with"
+        } else {
+            "step"
+        })
     };
     let await_ = quote_spanned!(plan.error_span=> .await);
     // The driver calls awaited are spanned on the error type as a whole (callee path and
@@ -117,18 +126,15 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
     let guarded = match (plan.shape, plan.idempotent) {
         // The loop is `sync_retry`'s: one generic call per fn. Its `E: RetryableError` bound
         // is the readable check, reported on its callee path (spanned on the error type).
-        (Shape::Sync, true) => match &plan.classify {
+        (Shape::Sync, true) => match &classifier {
             None => {
                 let sync_retry = driver_fn("sync_retry");
                 quote_spanned! {plan.error_span=>
                     #sync_retry(&#site, || -> #ty #attempt_body)
                 }
             }
-            // The classifier keeps its own span: a bound it does not meet
-            // (`E: RetryHint` for `ByHint`) is reported on it.
-            Some(_) => {
+            Some(classifier) => {
                 let sync_retry = driver_fn("sync_retry_with");
-                let classifier = classifier(plan, &p);
                 quote_spanned! {plan.error_span=>
                     #sync_retry(&#site, #classifier, || -> #ty #attempt_body)
                 }
@@ -144,7 +150,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             let (step, edge) = (step_fn(), return_edge(plan, &p));
             let attempt = quote!(async { #edge #shadows (#body) });
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
-            let new_loop = async_loop(plan, &p, &site);
+            let new_loop = async_loop(classifier.as_ref(), &p, &site);
             quote! {
             let mut #driver = #new_loop;
             loop {
@@ -167,7 +173,7 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         (Shape::ImplFuture, true) => {
             let step = step_fn();
             let step_call = quote_spanned!(plan.error_span=> #step(&mut #driver, #attempt));
-            let new_loop = async_loop(plan, &p, &site);
+            let new_loop = async_loop(classifier.as_ref(), &p, &site);
             boxed(quote! {
             async move {
                 let mut #driver = #new_loop;
@@ -332,26 +338,12 @@ fn declared(d: &Declared, p: &Trees) -> (TokenStream, bool) {
     (tokens, fields.len() == FIELDS)
 }
 
-/// The async driver of a retried fn: `async_loop(&SITE)`, or with its classifier (R12).
-fn async_loop(plan: &Plan, p: &Trees, site: &Ident) -> TokenStream {
-    match &plan.classify {
+/// The async driver of a retried fn: `async_loop(&SITE)`, or with its checked classifier.
+fn async_loop(classifier: Option<&TokenStream>, p: &Trees, site: &Ident) -> TokenStream {
+    match classifier {
         None => quote!(#p::async_loop(&#site)),
-        Some(_) => {
-            let classifier = classifier(plan, p);
-            quote!(#p::async_loop_with(&#site, #classifier))
-        }
+        Some(classifier) => quote!(#p::async_loop_with(&#site, #classifier)),
     }
-}
-
-/// The checked `classify` value: `P::classifier::<Result<T, E>>(&value)`, the `&` on the
-/// value's span, so an unfit classifier is reported there.
-fn classifier(plan: &Plan, p: &Trees) -> TokenStream {
-    let ty = &plan.attempt_ty;
-    let Some((value, span)) = &plan.classify else {
-        return TokenStream::new();
-    };
-    let amp = quote_spanned!(*span=> &);
-    quote!(#p::classifier::<#ty>(#amp #value))
 }
 
 /// An unreachable `return` of the declared type, first in the attempt, so `?` and `return`
