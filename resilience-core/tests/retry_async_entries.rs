@@ -1,0 +1,138 @@
+//! The three async entry points keep one contract: `run_async`, `run_once_async` and a step
+//! loop on an `AsyncLoop` (what the attribute expands an async fn to). Each test runs every
+//! entry point, polled by hand on manual time: the attempt's nesting depth (R6), refusal by an
+//! open circuit (B1), the breaker hearing how an attempt that waited ended (B3, B6), the
+//! backoff between attempts (R4), the attempt bound (R1), and the deadline: the cancelled
+//! attempt dropped and its event emitted (R7, R8).
+
+mod support;
+
+use resilience_core::backoff::{Backoff, BackoffStrategy};
+use resilience_core::clock::Clock;
+use resilience_core::retry::{AllTransient, Call, Idempotent, RetryPolicy};
+use resilience_core::ResilienceError;
+use std::cell::Cell;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use support::*;
+
+/// `attempts` attempts, exponential backoff from 1 s without jitter, `total` seconds in all.
+fn exp_policy(attempts: u32, total: f64) -> RetryPolicy {
+    let backoff = Backoff::from_secs(BackoffStrategy::Exponential, 1.0, 60.0, false).unwrap();
+    RetryPolicy::new(attempts, backoff, secs(total)).unwrap()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    RunAsync,
+    RunOnceAsync,
+    AsyncLoopStep,
+}
+
+const ENTRIES: [Entry; 3] = [Entry::RunAsync, Entry::RunOnceAsync, Entry::AsyncLoopStep];
+
+type Out = Result<(), TestError>;
+type Boxed<'a> = Pin<Box<dyn Future<Output = Out> + 'a>>;
+
+/// The call through `entry`; `op` makes each attempt's future (`run_once_async` makes its one
+/// attempt up front, unpolled).
+fn through<'a, Fut>(
+    call: Call<'a, Idempotent, AllTransient>,
+    entry: Entry,
+    mut op: impl FnMut() -> Fut + 'a,
+) -> Boxed<'a>
+where
+    Fut: Future<Output = Out> + 'a,
+{
+    match entry {
+        Entry::RunAsync => Box::pin(call.run_async(op)),
+        Entry::RunOnceAsync => Box::pin(call.run_once_async(op())),
+        Entry::AsyncLoopStep => Box::pin(async move {
+            // Made inside the async code that drives it, as its docs say.
+            let mut driver = call.async_loop();
+            loop {
+                if let ControlFlow::Break(out) = driver.step(op()).await {
+                    break out;
+                }
+            }
+        }),
+    }
+}
+
+fn poll(fut: &mut Boxed<'_>) -> Poll<Out> {
+    fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Counts its drops: tells when an attempt's future was dropped.
+struct CountDrop(Rc<Cell<u32>>);
+
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+/// R7 + R8: the attempt in flight at the policy's total deadline (10 s from the first
+/// attempt) is cancelled: dropped by the time the call returns `TotalTimeout`, and an event
+/// names the call, the attempt and the time it ran. The retrying entry points fail once and
+/// wait 1 s first, so it is their second attempt that is cancelled.
+#[test]
+fn r7_r8_the_attempt_cancelled_at_the_deadline_is_dropped_and_emits_its_event() {
+    for entry in ENTRIES {
+        let recorder = Recorder::default();
+        let h = harness(exp_policy(3, 10.0));
+        let (runs, dropped) = (Cell::new(0), Rc::new(Cell::new(0)));
+        support::thread_subscriber::with_thread_subscriber(recorder.clone(), || {
+            let mut call = through(h.guard.call("read").idempotent(), entry, || {
+                runs.set(runs.get() + 1);
+                let (first, guard) = (runs.get() == 1, CountDrop(dropped.clone()));
+                async move {
+                    let _guard = guard;
+                    if first && !matches!(entry, Entry::RunOnceAsync) {
+                        return Err(op_err("flaky"));
+                    }
+                    std::future::pending().await
+                }
+            });
+            assert!(poll(&mut call).is_pending(), "{entry:?}");
+            let cancelled = runs.get();
+            assert_eq!(dropped.get(), cancelled - 1, "{entry:?}");
+            h.sleeper.advance(secs(10.0) - h.clock.now());
+            let Poll::Ready(out) = poll(&mut call) else {
+                panic!("{entry:?}: still running at its deadline");
+            };
+            match out {
+                Err(TestError::Framework(ResilienceError::TotalTimeout {
+                    attempts,
+                    elapsed,
+                    ..
+                })) => assert_eq!((attempts, elapsed), (cancelled, secs(10.0)), "{entry:?}"),
+                other => panic!("{entry:?}: expected TotalTimeout, got {other:?}"),
+            }
+            // Still holding the finished call: the cancelled attempt is already gone.
+            assert_eq!(
+                dropped.get(),
+                cancelled,
+                "{entry:?}: the attempt is still alive"
+            );
+        });
+        let events = recorder.events();
+        let cancelled: Vec<_> = events
+            .iter()
+            .filter(|e| e.target == "resilience::retry" && e.fields.contains_key("elapsed_s"))
+            .collect();
+        assert_eq!(cancelled.len(), 1, "{entry:?}: {events:#?}");
+        let fields = &cancelled[0].fields;
+        assert_eq!(fields["service"], "test_service", "{entry:?}");
+        assert_eq!(fields["operation"], "read", "{entry:?}");
+        assert_eq!(fields["attempt"], runs.get().to_string(), "{entry:?}");
+        assert_eq!(fields["elapsed_s"], "10.0", "{entry:?}");
+        assert!(
+            fields["error"].contains("total timeout"),
+            "{entry:?}: {fields:?}"
+        );
+    }
+}
