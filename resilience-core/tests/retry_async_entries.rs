@@ -8,10 +8,12 @@
 mod support;
 
 use resilience_core::backoff::{Backoff, BackoffStrategy};
+use resilience_core::breaker::BreakerConfig;
 use resilience_core::clock::Clock;
+use resilience_core::retry::nesting::current_depth;
 use resilience_core::retry::{AllTransient, Call, Idempotent, RetryPolicy};
 use resilience_core::ResilienceError;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -66,12 +68,86 @@ fn poll(fut: &mut Boxed<'_>) -> Poll<Out> {
     fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
 }
 
+/// Polls until ready; the attempts here only yield, they never wait on a timer.
+fn settle(mut fut: Boxed<'_>, entry: Entry) -> Out {
+    for _ in 0..100 {
+        if let Poll::Ready(out) = poll(&mut fut) {
+            return out;
+        }
+    }
+    panic!("{entry:?}: the call did not finish");
+}
+
+/// Pending once, then ready: an attempt that waits.
+async fn yield_once() {
+    let mut yielded = false;
+    std::future::poll_fn(|_| {
+        if std::mem::replace(&mut yielded, true) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
 /// Counts its drops: tells when an attempt's future was dropped.
 struct CountDrop(Rc<Cell<u32>>);
 
 impl Drop for CountDrop {
     fn drop(&mut self) {
         self.0.set(self.0.get() + 1);
+    }
+}
+
+fn is_circuit_open(out: &Out) -> bool {
+    matches!(
+        out,
+        Err(TestError::Framework(ResilienceError::CircuitOpen { .. }))
+    )
+}
+
+/// R6: every entry point runs its attempt one level deeper, on its first poll and on the
+/// polls after it waited (an `AsyncLoop` step and `run_once_async` used to be unpinned here).
+#[test]
+fn r6_every_async_entry_point_runs_its_attempt_nested() {
+    for entry in ENTRIES {
+        let h = harness(exp_policy(3, 100.0));
+        let depths = RefCell::new(Vec::new());
+        let out = settle(
+            through(h.guard.call("read").idempotent(), entry, || async {
+                depths.borrow_mut().push(current_depth());
+                yield_once().await;
+                depths.borrow_mut().push(current_depth());
+                Ok(())
+            }),
+            entry,
+        );
+        assert_eq!(out, Ok(()), "{entry:?}");
+        assert_eq!(*depths.borrow(), [1, 1], "{entry:?}");
+        assert_eq!(current_depth(), 0, "{entry:?}");
+    }
+}
+
+/// B1: an open circuit refuses every entry point at once; the attempt is never polled.
+#[test]
+fn b1_an_open_circuit_refuses_every_async_entry_point_without_polling_the_attempt() {
+    for entry in ENTRIES {
+        let h = harness_with(exp_policy(3, 100.0), |b| {
+            b.breaker(BreakerConfig::new(1, secs(60.0), secs(0.0), 1).unwrap())
+        });
+        let _: Out = h.guard.call("write").run_once(|| Err(op_err("down")));
+        assert!(h.guard.breaker().unwrap().is_open());
+        let runs = Cell::new(0);
+        let out = settle(
+            through(h.guard.call("read").idempotent(), entry, || async {
+                runs.set(runs.get() + 1);
+                Ok(())
+            }),
+            entry,
+        );
+        assert!(is_circuit_open(&out), "{entry:?}: {out:?}");
+        assert_eq!(runs.get(), 0, "{entry:?}: the attempt ran");
     }
 }
 
