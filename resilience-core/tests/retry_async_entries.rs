@@ -8,7 +8,7 @@
 mod support;
 
 use resilience_core::backoff::{Backoff, BackoffStrategy};
-use resilience_core::breaker::BreakerConfig;
+use resilience_core::breaker::{BreakerConfig, CircuitState};
 use resilience_core::clock::Clock;
 use resilience_core::retry::nesting::current_depth;
 use resilience_core::retry::{AllTransient, Call, Idempotent, RetryPolicy};
@@ -148,6 +148,56 @@ fn b1_an_open_circuit_refuses_every_async_entry_point_without_polling_the_attemp
         );
         assert!(is_circuit_open(&out), "{entry:?}: {out:?}");
         assert_eq!(runs.get(), 0, "{entry:?}: the attempt ran");
+    }
+}
+
+/// B3: a half-open probe that waits before it succeeds closes the circuit; the success is
+/// reported when the attempt ends on a later poll, not only on the first.
+#[test]
+fn b3_a_probe_that_waits_then_succeeds_closes_the_circuit() {
+    for entry in ENTRIES {
+        let h = harness_with(exp_policy(3, 100.0), |b| {
+            b.breaker(BreakerConfig::new(1, secs(10.0), secs(0.0), 1).unwrap())
+        });
+        let _: Out = h.guard.call("write").run_once(|| Err(op_err("down")));
+        h.clock.advance(secs(10.0));
+        let out = settle(
+            through(h.guard.call("read").idempotent(), entry, || async {
+                yield_once().await;
+                Ok(())
+            }),
+            entry,
+        );
+        assert_eq!(out, Ok(()), "{entry:?}");
+        let state = h.guard.breaker().unwrap().state();
+        assert_eq!(state, CircuitState::Closed, "{entry:?}");
+    }
+}
+
+/// B6: an attempt cancelled at the total deadline failed: the breaker counts it (threshold 1
+/// here, so the circuit opens).
+#[test]
+fn b6_an_attempt_cancelled_at_the_deadline_counts_as_a_failure() {
+    for entry in ENTRIES {
+        let h = harness_with(exp_policy(3, 5.0), |b| {
+            b.breaker(BreakerConfig::new(1, secs(60.0), secs(0.0), 1).unwrap())
+        });
+        let mut call = through(h.guard.call("read").idempotent(), entry, || {
+            std::future::pending::<Out>()
+        });
+        assert!(poll(&mut call).is_pending(), "{entry:?}");
+        h.sleeper.advance(secs(5.0));
+        let Poll::Ready(out) = poll(&mut call) else {
+            panic!("{entry:?}: still running at its deadline");
+        };
+        assert!(
+            matches!(
+                out,
+                Err(TestError::Framework(ResilienceError::TotalTimeout { .. }))
+            ),
+            "{entry:?}: {out:?}"
+        );
+        assert!(h.guard.breaker().unwrap().is_open(), "{entry:?}");
     }
 }
 
