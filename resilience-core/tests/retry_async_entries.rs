@@ -201,6 +201,63 @@ fn b6_an_attempt_cancelled_at_the_deadline_counts_as_a_failure() {
     }
 }
 
+/// R4: an `AsyncLoop` step that failed waits the policy's backoff before it lets the next
+/// attempt run, through the guard's async sleeper.
+#[test]
+fn r4_an_async_loop_step_waits_the_backoff_before_the_next_attempt() {
+    let h = harness(exp_policy(3, 100.0));
+    let seen = RefCell::new(Vec::new());
+    let out = settle(
+        Box::pin(async {
+            let mut driver = h.guard.call("read").idempotent().async_loop();
+            loop {
+                seen.borrow_mut()
+                    .push((driver.attempt(), h.clock.now_secs()));
+                let step = driver.step(async { Err::<(), _>(op_err("flaky")) }).await;
+                if let ControlFlow::Break(out) = step {
+                    break out;
+                }
+            }
+        }),
+        Entry::AsyncLoopStep,
+    );
+    assert_eq!(out, Err(op_err("flaky")));
+    assert_eq!(h.sleeper.delays(), vec![secs(1.0), secs(2.0)]);
+    assert_eq!(*seen.borrow(), [(1, 0.0), (2, 1.0), (3, 3.0)]);
+}
+
+/// R1: a retried call makes at most `max_attempts` attempts, whatever the entry point. The
+/// operation fails the test itself past the bound, so a loop that forgets to count ends here
+/// instead of spinning.
+#[test]
+fn r1_a_retried_call_makes_at_most_max_attempts_on_every_entry_point() {
+    const MAX: u32 = 3;
+    let runs = Cell::new(0);
+    let attempt = || {
+        runs.set(runs.get() + 1);
+        assert!(runs.get() <= MAX, "attempt {} of at most {MAX}", runs.get());
+        Err::<(), _>(op_err("down"))
+    };
+    let h = harness(exp_policy(MAX, 100.0));
+    assert_eq!(
+        h.guard.call("read").idempotent().run(&attempt),
+        Err(op_err("down"))
+    );
+    assert_eq!(runs.replace(0), MAX, "run");
+    for entry in [Entry::RunAsync, Entry::AsyncLoopStep] {
+        let h = harness(exp_policy(MAX, 100.0));
+        let out = settle(
+            through(h.guard.call("read").idempotent(), entry, || {
+                std::future::ready(attempt())
+            }),
+            entry,
+        );
+        assert_eq!(out, Err(op_err("down")), "{entry:?}");
+        assert_eq!(runs.replace(0), MAX, "{entry:?}");
+        assert_eq!(h.sleeper.delays(), vec![secs(1.0), secs(2.0)], "{entry:?}");
+    }
+}
+
 /// R7 + R8: the attempt in flight at the policy's total deadline (10 s from the first
 /// attempt) is cancelled: dropped by the time the call returns `TotalTimeout`, and an event
 /// names the call, the attempt and the time it ran. The retrying entry points fail once and
