@@ -7,7 +7,8 @@ mod support;
 use resilience_core::backoff::{Backoff, BackoffStrategy};
 use resilience_core::breaker::BreakerConfig;
 use resilience_core::retry::nesting::{current_depth, propagate, DepthGuard};
-use resilience_core::retry::{ErrorClass, RetryAfterSink, RetryPolicy};
+use resilience_core::retry::{ErrorClass, RetryAfterSink, RetryPolicy, ServiceGuard};
+use resilience_core::sleep::ManualSleeper;
 use resilience_core::ResilienceError;
 use std::future::Future as _;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -347,4 +348,53 @@ fn r1_the_sync_loop_driver_counts_attempts_from_one() {
     };
     assert_eq!(out, Err(op_err("boom")));
     assert_eq!(seen, [1, 2, 3]);
+}
+
+/// B1 + R12: a call-site policy (`with_policy`, what per-fn retry arguments build) shares the
+/// service's breaker and Retry-After sink and keeps its clock, sleepers and jitter seed:
+/// failures through it count toward the one circuit, its hints reach the governor, and a
+/// seeded guard's schedule still repeats.
+#[test]
+fn b1_r12_a_call_site_policy_shares_the_services_breaker_sink_and_seed() {
+    let sink = Arc::new(CountingSink::default());
+    let h = harness_with(fixed(1, 100.0), |b| {
+        b.retry_after_sink(sink.clone())
+            .breaker(BreakerConfig::new(2, secs(60.0), secs(0.0), 1).unwrap())
+    });
+    let site = h.guard.with_policy(fixed(2, 100.0));
+    let limited = |_: &TestError| ErrorClass::RetryAfter(secs(5.0));
+    let out: Result<(), TestError> = site
+        .call("read")
+        .idempotent()
+        .classify(limited)
+        .run(|| Err(op_err("429")));
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(
+        sink.0.load(Ordering::SeqCst),
+        2,
+        "both hints reached the sink"
+    );
+    assert_eq!(h.sleeper.delays(), vec![secs(5.0)], "the service's sleeper");
+    assert!(
+        h.guard.breaker().unwrap().is_open(),
+        "the service's circuit"
+    );
+
+    let jittered = || {
+        let backoff = Backoff::from_secs(BackoffStrategy::Jitter, 1.0, 60.0, true).unwrap();
+        RetryPolicy::new(3, backoff, secs(300.0)).unwrap()
+    };
+    let schedule = |guard: &ServiceGuard, sleeper: &ManualSleeper| {
+        let before = sleeper.delays().len();
+        let _: Result<(), TestError> = guard.call("op").idempotent().run(|| Err(op_err("x")));
+        sleeper.delays()[before..].to_vec()
+    };
+    // No breaker: six failures in a row would open one.
+    let seeded = harness_with(jittered(), |b| b.without_breaker());
+    let want = schedule(&seeded.guard, &seeded.sleeper);
+    let h = harness_with(fixed(1, 100.0), |b| b.without_breaker());
+    for _ in 0..2 {
+        let site = h.guard.with_policy(jittered());
+        assert_eq!(schedule(&site, &h.sleeper), want, "the guard's seed");
+    }
 }
