@@ -51,4 +51,21 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
     }
+
+    /// C10: the distance counts deletions from the typed name as well as insertions, so it is
+    /// the same both ways round.
+    #[test]
+    fn c10_edit_distance_is_symmetric() {
+        for (a, b, d) in [
+            ("abc", "", 3),
+            ("kitten", "sitting", 3),
+            ("max_attemptss", "max_attempts", 1),
+            ("xmax_delay", "max_delay", 1),
+            ("flaw", "lawn", 2),
+            ("ab", "b", 1),
+        ] {
+            assert_eq!(edit_distance(a, b), d, "{a} -> {b}");
+            assert_eq!(edit_distance(b, a), d, "{b} -> {a}");
+        }
+    }
 }

@@ -2,8 +2,11 @@
 
 mod support;
 
-use resilience_config::{CodeDeclared, Config, DiagnosticKind, GlobalKey, Source, DEFAULT_PREFIX};
+use resilience_config::{
+    CodeDeclared, Config, DiagnosticKind, EnvSource, GlobalKey, Source, DEFAULT_PREFIX,
+};
 use resilience_core::backoff::BackoffStrategy;
+use std::collections::{BTreeMap, HashMap};
 use support::{capture, config, env, warnings};
 
 #[test]
@@ -262,5 +265,182 @@ fn c1_negative_zero_seconds_read_as_plain_zero() {
     for secs in [s.base_delay.value, s.cooldown_seconds.value] {
         assert_eq!(secs, 0.0);
         assert!(secs.is_sign_positive(), "{secs:?}");
+    }
+}
+
+/// C1: each key's one-line description is the seed table's Description column.
+#[test]
+fn c1_key_descriptions_match_the_seed_table() {
+    let expected = [
+        "Maximum retry attempts",
+        "Base delay (seconds)",
+        "Max delay (seconds)",
+        "Add random jitter",
+        "Backoff: exponential, linear, fixed, jitter, none",
+        "Failures before circuit opens",
+        "Seconds before half-open",
+        "Min seconds between recovery",
+        "JSON per-service overrides",
+    ];
+    let actual: Vec<_> = GlobalKey::ALL.iter().map(|k| k.description()).collect();
+    assert_eq!(actual, expected);
+}
+
+/// C1: a misspelt variable is caught from a `HashMap` environment too, not only a `BTreeMap`
+/// (the `HashMap` source lists its names).
+#[test]
+fn c1_a_hash_map_environment_lists_its_names_for_typo_detection() {
+    let vars = HashMap::from([
+        ("CLEVERAGENTS_RETRY_MAX_ATEMPTS", "5"),
+        ("CLEVERAGENTS_RETRY_JITTER", "no"),
+    ]);
+    let mut names = vars.var_names();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "CLEVERAGENTS_RETRY_JITTER",
+            "CLEVERAGENTS_RETRY_MAX_ATEMPTS"
+        ]
+    );
+    let c = Config::from_source(&vars);
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].kind(), DiagnosticKind::UnknownKey);
+    assert_eq!(d[0].env_var(), "CLEVERAGENTS_RETRY_MAX_ATEMPTS");
+}
+
+/// A source that only implements `var`: the trait's defaults.
+struct ValuesOnly(BTreeMap<String, String>);
+
+impl EnvSource for ValuesOnly {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
+/// C1: a source that does not list its names (the trait's default) lists none, so nothing
+/// is reported as misspelt, and none of its values is taken as lossy.
+#[test]
+fn c1_a_source_without_var_names_lists_none_and_reports_no_typos() {
+    let source = ValuesOnly(env(&[
+        ("CLEVERAGENTS_RETRY_MAX_ATEMPTS", "5"),
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "4"),
+    ]));
+    assert!(source.var_names().is_empty());
+    assert!(!source.is_lossy("CLEVERAGENTS_RETRY_MAX_ATTEMPTS"));
+    let c = Config::from_source(&source);
+    assert!(c.diagnostics().is_empty(), "{:?}", c.diagnostics());
+    assert_eq!(c.globals().max_attempts.value, 4);
+}
+
+/// A source whose every value was read lossily (not valid UTF-8).
+struct Lossy(BTreeMap<String, String>);
+
+impl EnvSource for Lossy {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+
+    fn is_lossy(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+}
+
+/// C1, C8: a variable that is not valid UTF-8 is refused, and the message says what that
+/// costs: for the overrides variable every override, for a global key only that key.
+#[test]
+fn c1_a_non_utf8_variable_is_refused_saying_what_is_ignored() {
+    let c = Config::from_source(&Lossy(env(&[
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "4"),
+        (
+            "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES",
+            r#"{"plan_service": {"retry": {"max_attempts": 5}}}"#,
+        ),
+    ])));
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert!(d.iter().all(|d| d.kind() == DiagnosticKind::InvalidValue));
+    let message = |var: &str| {
+        d.iter()
+            .find(|d| d.env_var() == var)
+            .unwrap_or_else(|| panic!("no diagnostic for {var}: {d:?}"))
+            .message()
+            .to_owned()
+    };
+    let overrides = message("CLEVERAGENTS_RETRY_SERVICE_OVERRIDES");
+    assert!(overrides.contains("is not valid UTF-8"), "{overrides}");
+    assert!(
+        overrides.ends_with("; all overrides ignored"),
+        "{overrides}"
+    );
+    let attempts = message("CLEVERAGENTS_RETRY_MAX_ATTEMPTS");
+    assert!(
+        attempts.ends_with("; ignored, each service keeps its own value"),
+        "{attempts}"
+    );
+    assert!(!c.has_override("plan_service"));
+    let plan = c.resolve("plan_service", &CodeDeclared::EMPTY);
+    assert_eq!(plan.max_attempts.source, Source::BuiltIn);
+}
+
+/// C4: `half_open_max_successes` and `cooldown_seconds` have no variable of their own; a
+/// variable spelt like one is pointed to the per-service JSON overrides, not to a near name.
+#[test]
+fn c4_variables_for_json_only_breaker_keys_point_to_the_overrides() {
+    for var in [
+        "CLEVERAGENTS_CB_HALF_OPEN_MAX_SUCCESSES",
+        "CLEVERAGENTS_CB_COOLDOWN_SECONDS",
+    ] {
+        let c = config(&[(var, "2")]);
+        let d = c.diagnostics();
+        assert_eq!(d.len(), 1, "{var}: {d:?}");
+        assert_eq!(d[0].kind(), DiagnosticKind::UnknownKey);
+        let message = d[0].message();
+        assert!(
+            message.contains(
+                "per-service breaker settings go in CLEVERAGENTS_RETRY_SERVICE_OVERRIDES \
+                 (circuit_breaker.half_open_max_successes, circuit_breaker.cooldown_seconds)"
+            ),
+            "{var}: {message}"
+        );
+        assert!(!message.contains("did you mean"), "{var}: {message}");
+    }
+}
+
+/// C1: a rejected value says what was expected: a count that is not a number is not called
+/// too large, one that is too large says so, and seconds name their rule.
+#[test]
+fn c1_a_rejected_value_says_what_was_expected() {
+    let message = |var: &str, value: &str| {
+        let c = config(&[(var, value)]);
+        assert_eq!(c.diagnostics().len(), 1, "{var}={value}");
+        c.diagnostics()[0].message().to_owned()
+    };
+    let attempts = "CLEVERAGENTS_RETRY_MAX_ATTEMPTS";
+    for text in ["three", "3.5", "-1", "3x"] {
+        let m = message(attempts, text);
+        assert!(
+            m.starts_with(&format!("must be a whole number >= 1, got `{text}`")),
+            "{m}"
+        );
+    }
+    let m = message(attempts, "99999999999999999999");
+    assert!(m.starts_with("must be at most 4294967295, got"), "{m}");
+    for var in [
+        "CLEVERAGENTS_RETRY_BASE_DELAY",
+        "CLEVERAGENTS_RETRY_MAX_DELAY",
+        "CLEVERAGENTS_CB_RECOVERY_TIMEOUT",
+        "CLEVERAGENTS_CB_COOLDOWN",
+    ] {
+        for text in ["-1", "soon"] {
+            let m = message(var, text);
+            assert!(
+                m.starts_with(&format!(
+                    "must be a finite number of seconds >= 0, got `{text}`"
+                )),
+                "{var}: {m}"
+            );
+        }
     }
 }

@@ -246,3 +246,66 @@ fn config_is_cheap_to_clone_debug_and_shareable() {
     assert_eq!(d.globals(), c.globals());
     assert!(format!("{c:?}").contains("Config"));
 }
+
+/// C2, C8: `has_override` is true exactly for a service whose JSON override was applied: not
+/// for a skipped (invalid) one, and not for a service the JSON does not name.
+#[test]
+fn c2_has_override_is_true_exactly_for_an_applied_override() {
+    let c = config(&[(
+        OVERRIDES,
+        r#"{"plan_service": {"retry": {"max_attempts": 5}},
+            "my_service": {},
+            "trace_service": {"retry": {"max_attempts": 0}}}"#,
+    )]);
+    assert!(c.has_override("plan_service"));
+    assert!(c.has_override("my_service"));
+    assert!(!c.has_override("trace_service"));
+    assert!(!c.has_override("session_service"));
+    assert!(!Config::default().has_override("plan_service"));
+}
+
+/// C13: a value's source names its environment variable exactly when it came from one.
+#[test]
+fn c13_a_source_names_its_env_var_only_for_env_values() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "4"),
+        ("CLEVERAGENTS_CB_COOLDOWN", "10"),
+        (
+            OVERRIDES,
+            r#"{"plan_service": {"circuit_breaker": {"cooldown_seconds": 2}}}"#,
+        ),
+    ]);
+    let declared = CodeDeclared {
+        base_delay: Some(0.25),
+        ..CodeDeclared::EMPTY
+    };
+    let plan = c.resolve("plan_service", &declared);
+    assert_eq!(
+        plan.max_attempts.source.env_var(),
+        Some("CLEVERAGENTS_RETRY_MAX_ATTEMPTS")
+    );
+    assert_eq!(plan.cooldown_seconds.source, Source::Json);
+    let trace = c.resolve("trace_service", &declared);
+    assert_eq!(
+        trace.cooldown_seconds.source.env_var(),
+        Some("CLEVERAGENTS_CB_COOLDOWN")
+    );
+    for source in [
+        plan.cooldown_seconds.source,
+        plan.base_delay.source,
+        plan.max_delay.source,
+        c.resolve("my_service", &declared).max_delay.source,
+    ] {
+        assert_eq!(source.env_var(), None, "{source:?}");
+    }
+    assert_eq!(
+        [
+            Source::Json,
+            Source::CodeDeclared,
+            Source::BuiltIn,
+            Source::Default
+        ]
+        .map(Source::env_var),
+        [None; 4]
+    );
+}

@@ -1,0 +1,213 @@
+//! C7–C10 and C1's strict parsing, as the JSON overrides' diagnostics word them: each message
+//! says what was expected and what was found, and points where the problem is.
+
+mod support;
+
+use resilience_config::DiagnosticKind;
+use support::{capture, config, with_overrides, OVERRIDES};
+use tracing::Level;
+
+/// The only diagnostic of loading `json` as the overrides.
+fn only_message(json: &str) -> String {
+    let c = with_overrides(json);
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 1, "{json}: {d:?}");
+    d[0].message().to_owned()
+}
+
+/// The message for `value` as `s.retry.<key>`.
+fn retry_message(key: &str, value: &str) -> String {
+    only_message(&format!(r#"{{"s": {{"retry": {{"{key}": {value}}}}}}}"#))
+}
+
+/// C8: a diagnostic's location is its JSON path for an override problem, and the variable's
+/// name for a problem with a variable.
+#[test]
+fn c8_a_diagnostic_is_located_at_its_json_path_or_its_variable() {
+    let c = config(&[
+        ("CLEVERAGENTS_RETRY_JITTER", "maybe"),
+        (OVERRIDES, r#"{"s": {"retry": {"max_attempts": 0}}}"#),
+    ]);
+    let locations: Vec<_> = c.diagnostics().iter().map(|d| d.location()).collect();
+    assert_eq!(
+        locations,
+        ["CLEVERAGENTS_RETRY_JITTER", "s.retry.max_attempts"]
+    );
+}
+
+/// C8, C1: a count written as a float is refused. A whole one (`5.0`, even `4294967295.0`) is
+/// told to drop the `.`; a fraction, zero or a negative one is told to be a whole number >= 1;
+/// one past `u32` is told it is too large.
+#[test]
+fn c8_a_float_count_is_told_what_is_wrong_with_it() {
+    for raw in ["5.0", "1.0", "1e2", "4294967295.0"] {
+        let m = retry_message("max_attempts", raw);
+        assert!(
+            m.starts_with("must be a whole number written without `.` or an exponent, got"),
+            "{raw}: {m}"
+        );
+    }
+    for raw in ["2.5", "0.5", "0.0", "-2.0", "1.5e0"] {
+        let m = retry_message("max_attempts", raw);
+        assert!(
+            m.starts_with("must be a whole number >= 1, got"),
+            "{raw}: {m}"
+        );
+    }
+    for raw in ["4294967296.0", "1e23"] {
+        let m = retry_message("max_attempts", raw);
+        assert!(
+            m.starts_with("must be at most 4294967295, got"),
+            "{raw}: {m}"
+        );
+    }
+}
+
+/// C8, C1: seconds that are refused say which rule they broke: `>= 0` for delays and breaker
+/// times, `> 0` for the total timeout.
+#[test]
+fn c8_refused_seconds_name_their_rule() {
+    for key in ["base_delay", "max_delay"] {
+        let m = retry_message(key, "-1");
+        assert!(
+            m.starts_with("must be a finite number of seconds >= 0, got `-1`"),
+            "{key}: {m}"
+        );
+    }
+    for key in ["recovery_timeout", "cooldown_seconds"] {
+        let m = only_message(&format!(
+            r#"{{"s": {{"circuit_breaker": {{"{key}": "1"}}}}}}"#
+        ));
+        assert!(
+            m.starts_with("must be a finite number of seconds >= 0, got `\"1\"`"),
+            "{key}: {m}"
+        );
+    }
+    let m = retry_message("total_timeout", "0");
+    assert!(
+        m.starts_with("must be a finite number of seconds > 0 (at least 1e-9), got `0`"),
+        "{m}"
+    );
+}
+
+/// C9: a document that is valid JSON but not an object says what it is instead; it is not
+/// called invalid JSON.
+#[test]
+fn c9_a_non_object_document_says_what_it_got() {
+    for (raw, got) in [
+        ("[]", "an array `[]`"),
+        ("5", "a number `5`"),
+        (r#""{}""#, r#"a string `"{}"`"#),
+        ("null", "null `null`"),
+        ("true", "a boolean `true`"),
+    ] {
+        let c = with_overrides(raw);
+        let d = c.diagnostics();
+        assert_eq!(d.len(), 1, "{raw}: {d:?}");
+        assert_eq!(d[0].kind(), DiagnosticKind::InvalidJson);
+        assert_eq!(
+            d[0].message(),
+            format!("must be a JSON object of service names, got {got}; all overrides ignored"),
+            "{raw}"
+        );
+    }
+    let m = only_message("{not json");
+    assert!(m.starts_with("is not valid JSON ("), "{m}");
+}
+
+/// C9: an array holding a number serde_json cannot hold is not read as a document at all; its
+/// message still says an object was expected.
+#[test]
+fn c9_an_unreadable_non_object_document_says_an_object_was_expected() {
+    let m = only_message("[1e400]");
+    assert!(m.contains("expected a JSON object"), "{m}");
+    assert!(m.ends_with("; all overrides ignored"), "{m}");
+}
+
+/// C9: a service's override (or section) that is not an object says what it is instead.
+#[test]
+fn c9_a_non_object_override_says_what_it_got() {
+    for (value, got) in [
+        ("5", "a number `5`"),
+        (r#""fast""#, r#"a string `"fast"`"#),
+        ("[1, 2]", "an array `[1,2]`"),
+        ("null", "null `null`"),
+        ("true", "a boolean `true`"),
+    ] {
+        let m = only_message(&format!(r#"{{"s": {value}}}"#));
+        assert_eq!(
+            m,
+            format!("override must be a JSON object, got {got}; ignored"),
+            "{value}"
+        );
+        let m = only_message(&format!(r#"{{"s": {{"retry": {value}}}}}"#));
+        assert_eq!(
+            m,
+            format!("must be a JSON object, got {got}; the override for `s` is skipped"),
+            "{value}"
+        );
+    }
+}
+
+/// C9 and the sanitizer: under a secret-looking service name only the value's kind is said.
+#[test]
+fn c9_a_non_object_under_a_secret_name_says_only_its_kind() {
+    for (value, kind) in [
+        (r#""hunter2""#, "a string"),
+        ("12345678", "a number"),
+        (r#"["hunter2"]"#, "an array"),
+        ("false", "a boolean"),
+        ("null", "null"),
+        ("1e400", "invalid JSON"),
+    ] {
+        let m = only_message(&format!(r#"{{"api_key": {value}}}"#));
+        assert_eq!(
+            m,
+            format!("override must be a JSON object, got {kind} (not shown); ignored"),
+            "{value}"
+        );
+    }
+}
+
+/// C10: an unknown key given once is not said to be repeated; the hint follows the key.
+#[test]
+fn c10_an_unknown_key_given_once_is_not_called_repeated() {
+    let m = only_message(r#"{"s": {"retry": {"max_atempts": 3}}}"#);
+    assert_eq!(
+        m,
+        "unknown key `max_atempts` in the override for `s`, ignored; did you mean `max_attempts`?"
+    );
+    let m = only_message(r#"{"s": {"colour": 1}}"#);
+    assert_eq!(
+        m,
+        "unknown key `colour` in the override for `s`, ignored; valid keys: retry, circuit_breaker"
+    );
+}
+
+/// C7: a `service_name` key given once is ignored without a warning, but not without a
+/// trace: a debug event names its path.
+#[test]
+fn c7_an_ignored_service_name_is_traced_at_debug_level() {
+    let (c, events) = capture(|| {
+        with_overrides(r#"{"plan_service": {"service_name": "x", "retry": {"service_name": "y"}}}"#)
+    });
+    assert!(c.diagnostics().is_empty(), "{:?}", c.diagnostics());
+    let paths: Vec<_> = events
+        .iter()
+        .filter(|e| e.level == Level::DEBUG)
+        .filter(|e| {
+            e.fields
+                .get("message")
+                .is_some_and(|m| m.contains("`service_name`"))
+        })
+        .filter_map(|e| e.fields.get("path").map(String::as_str))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "plan_service.service_name",
+            "plan_service.retry.service_name"
+        ],
+        "{events:?}"
+    );
+}
