@@ -1,6 +1,6 @@
-// R12 / M5: a `classify` declared in #[service_defaults] is checked in each retried fn,
-// against that fn's error type; one that does not fit is reported on the value once per fn
-// that inherits it (each has its own error type), and a write inheriting it is not affected.
+// R12 / M5: a `classify` declared in #[service_defaults] is checked where each retried fn
+// inherits it, against that fn's error type, and reported on the value; a write inheriting
+// it is unaffected. A value that is not a path is reported once, at the defaults.
 #[derive(Debug)]
 pub struct ApiError;
 impl From<resilience::ResilienceError> for ApiError {
