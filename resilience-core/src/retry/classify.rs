@@ -2,7 +2,9 @@
 //!
 //! By default every error is transient (retried while attempts and time remain), so error
 //! types that don't care need no code at all. Types that do care implement [`RetryHint`] and
-//! are classified with [`ByHint`], or a call passes any `Fn(&E) -> ErrorClass`.
+//! are classified with [`ByHint`], or a call passes any `Fn(&E) -> ErrorClass`. A call names
+//! its classifier: `.classify(ByHint)` on the builder, `classify = ByHint` on a
+//! `#[retry_service_operation]` fn; implementing `RetryHint` alone changes nothing.
 
 use crate::error::ResilienceError;
 use std::time::Duration;
