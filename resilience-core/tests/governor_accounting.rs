@@ -222,3 +222,31 @@ fn g1_a_wall_clock_step_is_not_a_new_window() {
         snap.reset_in
     );
 }
+
+/// A released grant gives back only its own slots: a read released at the instant a create
+/// was made does not take the create's place in the creation rule (its entry looks alike).
+#[test]
+fn g8_a_released_read_does_not_give_back_a_create_made_at_the_same_instant() {
+    let rig = Rig::new(one_create_per(secs(60)));
+    let a = rig.agent("data", Priority::P1);
+    rig.made(go(rig.decide(a, &Request::create())));
+    rig.gov.release(go(rig.decide(a, &Request::read())));
+    assert!(
+        !rig.decide(a, &Request::create()).is_go(),
+        "a second create within the minute"
+    );
+}
+
+/// A released grant with an endpoint gives back its slot in a rule shared by all
+/// endpoints (only per-endpoint windows keep it).
+#[test]
+fn g8_a_released_grant_with_an_endpoint_gives_back_its_shared_window_slot() {
+    let rig = Rig::new(one_create_per(secs(60)));
+    let a = rig.agent("data", Priority::P1);
+    let create = Request::create().with_endpoint("/repos/o/r/issues");
+    rig.gov.release(go(rig.decide(a, &create)));
+    assert!(
+        rig.decide(a, &create).is_go(),
+        "the slot was not given back"
+    );
+}

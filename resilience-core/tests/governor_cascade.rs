@@ -115,3 +115,35 @@ fn g4_dependency_graph_warns_downstream_agents() {
         .add_dependency(ralph, AgentId::from_index(99))
         .is_err());
 }
+
+/// The downstream warning rides on grants of the fast path too (green, calm, nobody in
+/// line), for exactly the cascade window after the upstream limit.
+#[test]
+fn g4_fast_path_grants_carry_the_downstream_warning_until_the_window_ends() {
+    let mut cfg = light_only();
+    // No release jitter and no recovery pacing: calm again as soon as the block ends.
+    cfg.retry_windows.windows = [(ms(0), ms(0)); 3];
+    cfg.retry_windows.recovery = ms(0);
+    let rig = Rig::new(cfg);
+    let up = rig.agent("up", Priority::P1);
+    let down = rig.agent("down", Priority::P1);
+    rig.gov.add_dependency(up, down).unwrap();
+    let g = go(rig.decide(up, &Request::read()));
+    let _ = rig
+        .gov
+        .observe(g, &Observation::new(429).with_header("retry-after", "1"));
+    // The first of each pair takes the full path when maintenance is due; the second is on
+    // the fast path.
+    for (t, warned) in [
+        (ms(2_000), Some(up)),
+        (ms(29_500), Some(up)),
+        (ms(30_000), None),
+    ] {
+        rig.advance_to(t - ms(100));
+        rig.gov.release(go(rig.decide(down, &Request::read())));
+        rig.advance_to(t);
+        let g = go(rig.decide(down, &Request::read()));
+        assert_eq!(g.upstream_limited(), warned, "at {t:?}");
+        rig.gov.release(g);
+    }
+}

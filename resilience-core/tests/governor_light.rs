@@ -126,3 +126,13 @@ fn g1_thresholds_are_configurable() {
         RefusalReason::RedLight
     );
 }
+
+/// Red is *below* 15%: at exactly 15% the light is amber, background waits out the full
+/// amber delay instead of being paused until the reset.
+#[test]
+fn g1_exactly_15_percent_is_still_amber() {
+    let (rig, [_, _, p2]) = rig_at(150);
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().zone, Zone::Amber);
+    let w = wait(rig.decide(p2, &Request::read()));
+    assert_eq!((w.reason, w.delay), (WaitReason::Amber, secs(2)));
+}

@@ -232,3 +232,110 @@ fn g8_per_endpoint_windows_stay_bounded_and_correct_with_many_endpoints() {
     let w = wait(rig.decide(a, &Request::write().with_endpoint("/hot")));
     assert_eq!(w.until, ms(60_500));
 }
+
+/// 62 requests a minute, 2 of them P0's headroom, the rest smoothed at one a second with no
+/// burst: P0's use of its headroom is free for the others.
+fn headroom_rule() -> ResourceConfig {
+    let mut cfg = light_only();
+    cfg.pacing.windows.push(
+        WindowRule::new("per_minute", Selector::All, Measure::Requests, 62, secs(60))
+            .smoothed(1)
+            .with_p0_headroom(2),
+    );
+    cfg
+}
+
+/// A P1 grant, then P1's next slot is a second later: its delay once P0 has used (or not)
+/// its headroom meanwhile.
+fn p1_delay_after(
+    rig: &Rig,
+    p1: resilience_core::governor::AgentId,
+    p0_use: impl FnOnce(),
+) -> Duration {
+    rig.made(go(rig.decide(p1, &Request::read())));
+    p0_use();
+    let w = wait(rig.decide(p1, &Request::read()));
+    rig.gov.cancel(&w.ticket);
+    w.delay
+}
+
+/// P0 headroom used in one window is not counted in the next: once P0's grants leave the
+/// window, its headroom is whole again and using it still does not push the others back.
+#[test]
+fn g8_p0_headroom_comes_back_when_its_grants_leave_the_window() {
+    let rig = Rig::new(headroom_rule());
+    let p0 = rig.agent("picard", Priority::P0);
+    let p1 = rig.agent("data", Priority::P1);
+    let spend_headroom = || {
+        rig.made(go(rig.decide(p0, &Request::read())));
+        rig.made(go(rig.decide(p0, &Request::read())));
+    };
+    assert_eq!(p1_delay_after(&rig, p1, spend_headroom), S);
+    rig.advance(secs(61));
+    assert_eq!(
+        p1_delay_after(&rig, p1, spend_headroom),
+        S,
+        "headroom still spent"
+    );
+}
+
+/// A P0 grant released unused gives its headroom back: P0 can still spend all of it
+/// without pushing the others back.
+#[test]
+fn g8_a_released_p0_grant_gives_back_its_headroom() {
+    let rig = Rig::new(headroom_rule());
+    let p0 = rig.agent("picard", Priority::P0);
+    let p1 = rig.agent("data", Priority::P1);
+    let delay = p1_delay_after(&rig, p1, || {
+        rig.gov.release(go(rig.decide(p0, &Request::read())));
+        rig.made(go(rig.decide(p0, &Request::read())));
+        rig.made(go(rig.decide(p0, &Request::read())));
+    });
+    assert_eq!(
+        delay, S,
+        "a released grant still counted against the headroom"
+    );
+}
+
+/// Requests without an endpoint share one window of a per-endpoint rule; it does not count
+/// against an endpoint seen for the first time, whose window is empty.
+#[test]
+fn g8_requests_without_an_endpoint_do_not_fill_a_new_endpoints_window() {
+    let mut cfg = github_pacing_only();
+    cfg.pacing.windows.retain(|w| w.measure == Measure::Points);
+    cfg.pacing.windows[0].smooth_burst = None;
+    cfg.pacing.windows[0].p0_headroom = 0;
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P1);
+    for _ in 0..180 {
+        rig.made(go(rig.decide(a, &Request::write())));
+    }
+    let w = wait(rig.decide(a, &Request::write()));
+    rig.gov.cancel(&w.ticket);
+    assert!(rig
+        .decide(a, &Request::write().with_endpoint("/pulls"))
+        .is_go());
+}
+
+/// Even spend paces only outside green: once a new window turns the light green again, the
+/// schedule it built up in amber holds nobody back.
+#[test]
+fn g8_even_spend_stops_once_the_light_is_green_again() {
+    let mut cfg = light_only();
+    cfg.pacing.even_spend = true;
+    cfg.pacing.even_spend_burst = 0.0;
+    let rig = Rig::new(cfg);
+    let data = rig.agent("data", Priority::P1);
+    // Amber, 300 left for 600 s: the grant puts the next one 2 s later.
+    rig.gov
+        .observe_without_grant(data, rig.core, &rig.ok(300, 1000, 600));
+    rig.made(go(rig.decide(data, &Request::read())));
+    // A new window (a reset an hour on), full again: green.
+    rig.gov
+        .observe_without_grant(data, rig.core, &rig.ok(1000, 1000, 3600));
+    rig.advance(secs(1)); // maintenance due: the full path, which checks every rule
+    assert!(
+        rig.decide(data, &Request::read()).is_go(),
+        "paced by even spend in green"
+    );
+}

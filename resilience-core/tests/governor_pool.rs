@@ -240,3 +240,73 @@ fn g5_lease_length_is_configurable() {
     clock.advance(secs(11));
     assert_eq!(gov.snapshot(core).unwrap().live_agents, 0);
 }
+
+/// A heartbeat from an agent whose lease has ended brings it back (its lease is live again,
+/// as after a request).
+#[test]
+fn g5_a_heartbeat_after_the_lease_ended_brings_the_agent_back() {
+    let rig = Rig::new(pool_only());
+    let a = rig.agent("data", Priority::P1);
+    rig.advance(secs(121));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().live_agents, 0);
+    rig.gov.heartbeat(a);
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().live_agents, 1);
+}
+
+/// A new quota window gives each agent its whole reservation back: what it used in the
+/// last window no longer counts against it.
+#[test]
+fn g2_a_new_quota_window_restores_each_agents_reservation() {
+    let rig = Rig::new(pool_only());
+    let a = rig.agent("data", Priority::P1);
+    rig.gov
+        .observe_without_grant(a, rig.core, &rig.ok(1000, 1000, 30));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().pool_free, 950);
+    spend(&rig, a, 50); // all of data's 5%: its hold is used up, the pool untouched
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!((s.remaining, s.pool_free), (950, 950));
+    rig.advance(secs(31)); // the window resets; data is neither idle nor dead
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(
+        (s.remaining, s.pool_free),
+        (1000, 950),
+        "data's 50 not held again"
+    );
+}
+
+/// Off the fast path too (here: grants paced after a block), a background agent spends its
+/// own reservation however low the shared pool is; only drawing on the pool yields.
+#[test]
+fn g2_background_spends_its_own_reservation_on_the_full_path_while_the_pool_is_low() {
+    let rig = Rig::new(pool_only());
+    let p1 = rig.agent("data", Priority::P1);
+    let p2 = rig.agent("ralph", Priority::P2);
+    // As above: free 348 - 70 = 278, below 30% of the pool (279).
+    rig.gov
+        .observe_without_grant(p1, rig.core, &rig.ok(348, 1000, 3600));
+    rig.gov.note_retry_after(rig.core, secs(1));
+    rig.advance(secs(20)); // past the block and every release window, still paced
+    for _ in 0..20 {
+        rig.made(go(rig.decide(p2, &Request::read())));
+        rig.advance(ms(100));
+    }
+    let r = refused(rig.decide(p2, &Request::read()));
+    assert_eq!(r.reason, RefusalReason::PoolYield);
+}
+
+/// The yield is *below* 30% of the pool: a background agent may draw on the pool until
+/// the free quota would fall under it, and at exactly 30% it is still served.
+#[test]
+fn g2_background_draws_on_the_pool_down_to_exactly_30_percent() {
+    let rig = Rig::new(pool_only());
+    let p1 = rig.agent("data", Priority::P1);
+    let p2 = rig.agent("ralph", Priority::P2);
+    // Pool size 930; 30% of it is 279. Free = 349 - 70 = 279.
+    rig.gov
+        .observe_without_grant(p1, rig.core, &rig.ok(349, 1000, 3600));
+    spend(&rig, p2, 20); // its own reservation: free is still 329 - 50 = 279
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().pool_free, 279);
+    rig.made(go(rig.decide(p2, &Request::read())));
+    let r = refused(rig.decide(p2, &Request::read()));
+    assert_eq!(r.reason, RefusalReason::PoolYield);
+}

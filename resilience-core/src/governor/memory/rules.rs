@@ -377,3 +377,49 @@ fn units(m: Measure, req: &Request<'_>) -> u32 {
         Measure::Cost => req.cost(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::config::WindowRule;
+    use super::super::time::NANOS_PER_SEC;
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn g8_per_endpoint_windows_stay_bounded_as_idle_endpoints_are_dropped() {
+        let mut p = Pacing::default();
+        p.windows.push(
+            WindowRule::new(
+                "points",
+                Selector::All,
+                Measure::Points,
+                900,
+                Duration::from_secs(60),
+            )
+            .per_endpoint(),
+        );
+        let mut rules = Rules::new(&p, &TrafficLight::default(), 0);
+        // A new endpoint every second: each window is idle a minute after its grant, so
+        // at most a minute's worth of them need to be kept.
+        for i in 0..3000 {
+            let env = Env {
+                now: i * NANOS_PER_SEC,
+                priority: Priority::P1,
+                zone: Zone::Green,
+                breaker_open: false,
+                sequential: false,
+                recovering: false,
+                inflight: 0,
+                sustain: 0,
+                limit: 5000,
+            };
+            let name = format!("/e/{i}");
+            rules.commit(&Request::read().with_endpoint(&name), &env);
+            assert!(
+                rules.endpoints.len() <= MAX_ENDPOINTS,
+                "{} endpoints kept after {i}",
+                rules.endpoints.len()
+            );
+        }
+    }
+}

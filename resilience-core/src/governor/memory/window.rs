@@ -225,6 +225,20 @@ mod tests {
     }
 
     #[test]
+    fn g8_a_window_is_idle_only_once_its_grants_left_and_its_schedule_passed() {
+        let sh = shape(60, 0, Some(1)); // one a second, no burst
+        let mut w = Window::default();
+        assert!(w.is_idle(0, sh.span));
+        w.commit(0, 1, &sh, false);
+        assert!(!w.is_idle(30 * S, sh.span), "a grant still in the window");
+        assert!(w.is_idle(60 * S, sh.span));
+        // 90 units: gone from the window at 120 s, but smoothed until 150 s.
+        w.commit(60 * S, 90, &sh, false);
+        assert!(!w.is_idle(120 * S, sh.span), "its schedule is still ahead");
+        assert!(w.is_idle(150 * S, sh.span));
+    }
+
+    #[test]
     fn oversized_requests_wait_for_an_empty_window() {
         let sh = shape(5, 0, None);
         let mut w = Window::default();
