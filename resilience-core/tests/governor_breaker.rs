@@ -161,3 +161,68 @@ fn g3_a_new_quota_window_closes_the_breaker() {
     assert_eq!((snap.remaining, snap.breaker_open), (5000, false));
     assert!(rig.decide(ralph, &Request::read()).is_go());
 }
+
+/// The quiet expiry closes only a breaker that has seen nothing for a whole horizon: one
+/// that saw a reading 6 s ago stays open (until its good readings close it), and one whose
+/// last reading is exactly a horizon old closes.
+#[test]
+fn g3_only_a_breaker_quiet_for_a_whole_horizon_closes_on_its_own() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    assert!(burn(&rig, a));
+    rig.advance_to(secs(25));
+    // A slower reading: good, but one of the three it takes to close.
+    assert!(
+        rig.gov
+            .observe_without_grant(a, rig.core, &reading(&rig, 2290))
+            .breaker_open
+    );
+    rig.advance_to(secs(31)); // a sweep a horizon past the (absent) block
+    assert!(
+        rig.gov.snapshot(rig.core).unwrap().breaker_open,
+        "closed though it saw a reading 6 s ago"
+    );
+    rig.advance_to(secs(55));
+    assert!(
+        !rig.gov.snapshot(rig.core).unwrap().breaker_open,
+        "still open after a horizon without readings"
+    );
+}
+
+/// The rate is taken over readings at most `rate_window` (10 s) old, that one included:
+/// three readings 5 s apart spanning exactly the window make a rate (200/s, 5 s left).
+#[test]
+fn g3_a_reading_exactly_a_rate_window_old_still_counts() {
+    let rig = Rig::new(breaker_only());
+    let a = rig.agent("data", Priority::P1);
+    let mut open = false;
+    for r in [3000, 2000, 1000] {
+        open = rig
+            .gov
+            .observe_without_grant(a, rig.core, &reading(&rig, r))
+            .breaker_open;
+        rig.advance(secs(5));
+    }
+    assert!(open, "the reading 10 s old was dropped from the rate");
+}
+
+/// Doomed means exhaustion projected *within* the horizon and *before* the reset: at
+/// exactly the horizon (3000 left at 100/s: 30 s), or exactly at the reset (2000 left at
+/// 100/s, the reset 20 s away), the quota lasts and the breaker stays closed.
+#[test]
+fn g3_exhaustion_projected_exactly_at_the_horizon_or_the_reset_does_not_open() {
+    for (readings, reset_at) in [([3200, 3100, 3000], 3600), ([2200, 2100, 2000], 22)] {
+        let rig = Rig::new(breaker_only());
+        let a = rig.agent("data", Priority::P1);
+        let mut open = false;
+        for r in readings {
+            let reset_in = reset_at - rig.now().as_secs();
+            open = rig
+                .gov
+                .observe_without_grant(a, rig.core, &rig.ok(r, 5000, reset_in))
+                .breaker_open;
+            rig.advance(S);
+        }
+        assert!(!open, "opened on {readings:?}, reset at {reset_at} s");
+    }
+}

@@ -147,3 +147,10 @@ fn g4_fast_path_grants_carry_the_downstream_warning_until_the_window_ends() {
         rig.gov.release(g);
     }
 }
+
+/// "Within 30 s" includes 30 s: limits at 0, 15 and 30 s switch sequential mode on.
+#[test]
+fn g4_three_limits_with_the_first_exactly_30s_old_switch_sequential_mode_on() {
+    let rig = Rig::new(light_only());
+    limit_three(&rig, secs(15)); // asserts sequential mode
+}

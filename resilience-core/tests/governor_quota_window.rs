@@ -90,3 +90,24 @@ fn g1_a_first_header_reset_near_the_assumed_one_becomes_the_known_reset() {
         "the later reset not read as a new window"
     );
 }
+
+/// The first grant of a window anchors its assumed reset; made on the fast path, it must
+/// bring maintenance forward to that reset even when the window is shorter than the 1 s
+/// sweep: a grant after the reset is counted in a new window, not the one that ended.
+#[test]
+fn g1_a_window_anchored_on_the_fast_path_resets_on_time_even_under_a_second() {
+    let mut cfg = light_only();
+    cfg.quota.limit = 10;
+    cfg.quota.window = ms(100);
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P1);
+    let _ = rig.gov.snapshot(rig.core); // maintenance now: the next sweep is 1 s away
+    let _first = go(rig.decide(a, &Request::read())); // fast path: reset at 100 ms
+    rig.advance(ms(150));
+    let _second = go(rig.decide(a, &Request::read()));
+    assert_eq!(
+        rig.gov.snapshot(rig.core).unwrap().reset_in,
+        Some(ms(100)),
+        "granted in the window that had ended"
+    );
+}
