@@ -27,7 +27,7 @@ pub use resilience_config::CodeDeclared;
 
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use resilience_core::retry::{AllTransient, Classifier, ErrorClass};
+use resilience_core::retry::{AllTransient, Call, Classifier, ErrorClass};
 
 /// The error type of a guarded fn: it must carry the framework's refusals and render for logs.
 #[diagnostic::on_unimplemented(
@@ -71,9 +71,17 @@ pub fn fresh<T: RetryArg<N>, N>(original: &T) -> T {
 #[inline]
 pub fn sync_retry<T, E: RetryableError>(
     site: &'static CallSite,
+    attempt: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    drive(sync_loop(site, Idempotent), attempt)
+}
+
+/// Runs `driver`'s attempts to the end. Checked once here, not per annotated fn.
+#[inline(always)]
+fn drive<T, E: RetryableError, C: Classifier<E>>(
+    mut driver: SyncLoop<'static, C>,
     mut attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E> {
-    let mut driver = sync_loop(site, Idempotent);
     loop {
         if let ControlFlow::Break(out) = driver.step(&mut attempt) {
             return out;
@@ -88,19 +96,15 @@ pub fn sync_retry<T, E: RetryableError>(
 pub fn sync_retry_with<T, E: RetryableError>(
     site: &'static CallSite,
     classifier: ErasedClassifier<'_, E>,
-    mut attempt: impl FnMut() -> Result<T, E>,
+    attempt: impl FnMut() -> Result<T, E>,
 ) -> Result<T, E> {
-    let mut driver = site
-        .guard()
-        .call(site.operation())
-        .idempotent()
-        .classify(classifier)
-        .sync_loop();
-    loop {
-        if let ControlFlow::Break(out) = driver.step(&mut attempt) {
-            return out;
-        }
-    }
+    drive(retried(site).classify(classifier).sync_loop(), attempt)
+}
+
+/// The call of a retried annotated fn, before its driver is made.
+#[inline(always)]
+fn retried(site: &'static CallSite) -> Call<'static, Idempotent, AllTransient> {
+    site.guard().call(site.operation()).idempotent()
 }
 
 /// The sync driver for one call of an annotated fn.
@@ -208,10 +212,7 @@ pub fn in_attempt<R>(make: impl FnOnce() -> R) -> R {
 /// goes through [`async_once`]. Not generic: one less instantiation to check per fn.
 #[inline]
 pub fn async_loop(site: &'static CallSite) -> AsyncLoop<'static, AllTransient> {
-    site.guard()
-        .call(site.operation())
-        .idempotent()
-        .async_loop()
+    retried(site).async_loop()
 }
 
 /// The error type `E` of an attempt's `Result<T, E>`, also through an alias
@@ -255,11 +256,7 @@ pub fn async_loop_with<'c, E>(
     site: &'static CallSite,
     classifier: ErasedClassifier<'c, E>,
 ) -> AsyncLoop<'static, ErasedClassifier<'c, E>> {
-    site.guard()
-        .call(site.operation())
-        .idempotent()
-        .classify(classifier)
-        .async_loop()
+    retried(site).classify(classifier).async_loop()
 }
 
 /// [`step`] for the driver of [`async_loop_with`].
@@ -274,7 +271,8 @@ pub fn step_with<'s, 'c, T, E: RetryableError, F: Future<Output = Result<T, E>>>
 }
 
 pin_project_lite::pin_project! {
-    /// The future of [`step_with`].
+    /// The future of [`step_with`]. Not [`Step`] made generic over the classifier: that would
+    /// add a `Classifier` bound for every annotated fn's `.await` to prove, classifier or not.
     #[must_use = "futures do nothing unless polled"]
     pub struct StepWith<'s, 'c, E, F> {
         #[pin]

@@ -142,14 +142,14 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
     // Like the tuning above, a classifier only steers retries: an inherited one applies to
     // retried fns only. (A write's Retry-After could only reach a guard's sink, and the
     // runtime's guards have none.)
-    let classify = idempotent
-        .then(|| {
-            args.classify
-                .as_ref()
-                .or_else(|| inherited.and_then(|d| d.classify.as_ref()))
-        })
-        .flatten()
-        .map(|c| (c.value.clone(), c.span));
+    let classify = match idempotent {
+        true => args
+            .classify
+            .as_ref()
+            .or_else(|| inherited.and_then(|d| d.classify.as_ref())),
+        false => None,
+    }
+    .map(|c| (c.value.clone(), c.span));
 
     check_signature(&item.sig, idempotent, ctxt);
     if item.body.is_none() {
