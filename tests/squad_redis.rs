@@ -3,8 +3,9 @@
 //! `redis-server`, against one loopback emulator on scaled real time (x20: about 70 s in a
 //! debug build). The targets are the issue's: at most 2 rate-limited responses across all
 //! processes, P0 p95 wait at most 1 s, every task finished, goodput at least 0.90, and no
-//! P2 request admitted more than 1 real ms into a P0 wait (the issue's "no priority
-//! inversion" is not reliably met across processes: see the incident test).
+//! P2 request admitted more than 5 real ms (one loaded Redis consult) into a P0 wait (the
+//! issue's "no priority inversion" is not reliably met across processes: see the incident
+//! test).
 //!
 //! Uses `RESILIENCE_REDIS_URL` if `redis-server` is not on the PATH; skips with one loud
 //! line if neither is there (fails instead under `RESILIENCE_REQUIRE_REDIS`, as in CI).
@@ -12,8 +13,9 @@
 #[path = "../examples/squad/multi.rs"]
 mod multi;
 
+use resilience_emulator::squad::CallRecord;
 use resilience_emulator::squad::Scenario;
-use resilience_emulator::Outcome;
+use resilience_emulator::{LogEntry, Outcome};
 use std::process::Command;
 use std::time::Duration;
 
@@ -124,17 +126,34 @@ fn g7_squad_incident_governed_by_three_processes_through_redis_meets_the_targets
     // Inversions: a P2 request admitted while a P0 call waited (dated by admission: one
     // admitted before the P0 call was wanted may still arrive during its wait, which is
     // `p2_arrivals_during_p0_wait`, printed above). The issue's "0" is NOT reliably met
-    // across processes: 0 in 10 runs at x20, then 1 in a CI run, a Ralph poll admitted in
-    // another process 3 ms (emulated; 0.15 real ms) after Picard's step began, before
-    // Picard's process had asked for anything. No process can know of a P0 call sooner than
-    // its own process acts on it, so what is asserted is that no P2 request is admitted
-    // more than 1 real ms (20 ms here) into a P0 wait. This scenario seldom makes a P0 call
-    // wait at all, so the check is weak: runs with an express allowance of 8, with no
-    // express lane, and with equal priority windows all passed on an idle machine. The
-    // priority rule itself is tested on two nodes in resilience-redis's g7_shared tests.
-    let slack = Duration::from_millis(1).mul_f64(SPEEDUP);
-    let late: Vec<_> = resilience_emulator::squad::inverted(&run.log, &run.records)
-        .filter(|(e, c)| e.admitted.unwrap_or(e.at) > c.wanted + slack)
+    // across processes, and cannot be: no process can know of a P0 call before the P0's own
+    // process has asked Redis, and a P2 admitted elsewhere during that round trip was
+    // granted by a server that had not heard of it. Two runs that failed a 1 real ms slack:
+    // a Ralph poll admitted 0.15 real ms after Picard's step began, before Picard's process
+    // had asked for anything; and, in CI with 5 processes on 2 cores, a Ralph label write
+    // admitted 2.45 real ms into a Picard call whose whole wait was 3 real ms with 2289
+    // requests left in the window, i.e. Picard was never held, only in transit. So what is
+    // asserted is that no P2 request is admitted more than one loaded consult, 5 real ms
+    // (100 ms emulated), into a P0 wait; the largest lateness is printed so a run shows how
+    // close it came. This scenario seldom makes a P0 call wait at all, so the check is weak:
+    // runs with an express allowance of 8, with no express lane, and with equal priority
+    // windows all passed on an idle machine. The priority rule itself is tested on two
+    // nodes, with the order asserted exactly, in resilience-redis's g7_shared tests.
+    let slack = Duration::from_millis(5).mul_f64(SPEEDUP);
+    let lateness =
+        |(e, c): &(&LogEntry, &CallRecord)| e.admitted.unwrap_or(e.at).saturating_sub(c.wanted);
+    let inverted: Vec<_> = resilience_emulator::squad::inverted(&run.log, &run.records).collect();
+    if let Some(worst) = inverted.iter().map(lateness).max() {
+        eprintln!(
+            "largest P2 admission into a P0 wait: {:.1} emulated ms ({:.2} real ms); slack {:.0} emulated ms",
+            worst.as_secs_f64() * 1e3,
+            worst.as_secs_f64() * 1e3 / SPEEDUP,
+            slack.as_secs_f64() * 1e3
+        );
+    }
+    let late: Vec<_> = inverted
+        .into_iter()
+        .filter(|x| lateness(x) > slack)
         .collect();
     assert!(late.is_empty(), "P2 admitted well into a P0 wait: {late:?}");
 }
