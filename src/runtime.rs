@@ -5,7 +5,7 @@ use parking_lot::{Mutex, RwLock};
 use resilience_config::{CodeDeclared, Config, Diagnostic, DiagnosticKind};
 use resilience_core::clock::Clock;
 use resilience_core::registry::{Registry, RegistryBuilder, ServicePolicy};
-use resilience_core::retry::{RetryPolicy, ServiceGuard};
+use resilience_core::retry::{RetryAfterSink, RetryPolicy, ServiceGuard};
 use resilience_core::sleep::{AsyncSleeper, Sleeper};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -264,6 +264,32 @@ impl RuntimeBuilder {
     #[must_use]
     pub fn jitter_seed(self, seed: u64) -> Self {
         self.map(|r| r.jitter_seed(seed))
+    }
+    /// Where `service`'s retry loops (every annotated fn and hand-written call of that
+    /// service) report a server's Retry-After, and ask how long to wait: typically a
+    /// [`RetryAfterLink`](crate::governor::RetryAfterLink), which turns the hint into the
+    /// rate governor's shared block (G6) and paces the comeback by priority. Only an error
+    /// that the call's classifier (the attribute's `classify = …`) calls
+    /// [`RetryAfter`](crate::retry::ErrorClass::RetryAfter) reaches it. The sink's answer is
+    /// the wait before the next attempt, still capped by the total timeout.
+    ///
+    /// ```
+    /// use resilience::governor::{Governor, Priority, ResourceConfig, RetryAfterLink};
+    /// use resilience::config::Config;
+    /// use resilience::Runtime;
+    /// use std::sync::Arc;
+    ///
+    /// let governor = Arc::new(Governor::builder().build().expect("default config is valid"));
+    /// let core = governor.add_resource("core", ResourceConfig::github()).unwrap();
+    /// let agent = governor.register("planner", Priority::P1).unwrap();
+    /// let runtime = Runtime::builder(Config::from_env())
+    ///     .retry_after_sink("github", Arc::new(RetryAfterLink::new(governor, core, agent)))
+    ///     .build();
+    /// # let _ = runtime;
+    /// ```
+    #[must_use]
+    pub fn retry_after_sink(self, service: &str, sink: Arc<dyn RetryAfterSink>) -> Self {
+        self.map(|r| r.retry_after_sink(service, sink))
     }
 
     fn map(self, f: impl FnOnce(RegistryBuilder) -> RegistryBuilder) -> Self {

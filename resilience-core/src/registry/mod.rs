@@ -22,7 +22,7 @@ mod source;
 pub use source::{PolicySource, ServicePolicy};
 
 use crate::clock::{Clock, MonotonicClock};
-use crate::retry::ServiceGuard;
+use crate::retry::{RetryAfterSink, ServiceGuard};
 use crate::sleep::{AsyncSleeper, Sleeper};
 use parking_lot::{Mutex, ReentrantMutex};
 use std::collections::HashMap;
@@ -43,6 +43,7 @@ pub struct Registry {
     sleeper: Option<Arc<dyn Sleeper>>,
     async_sleeper: Option<Arc<dyn AsyncSleeper>>,
     jitter_seed: Option<u64>,
+    retry_after_sinks: HashMap<Arc<str>, Arc<dyn RetryAfterSink>>,
 }
 
 impl Registry {
@@ -59,6 +60,7 @@ impl Registry {
             sleeper: None,
             async_sleeper: None,
             jitter_seed: None,
+            retry_after_sinks: HashMap::new(),
         }
     }
 
@@ -106,6 +108,9 @@ impl Registry {
         }
         if let Some(seed) = self.jitter_seed {
             b = b.jitter_seed(seed);
+        }
+        if let Some(sink) = self.retry_after_sinks.get(service) {
+            b = b.retry_after_sink(sink.clone());
         }
         b.build()
     }
@@ -203,6 +208,7 @@ pub struct RegistryBuilder {
     sleeper: Option<Arc<dyn Sleeper>>,
     async_sleeper: Option<Arc<dyn AsyncSleeper>>,
     jitter_seed: Option<u64>,
+    retry_after_sinks: HashMap<Arc<str>, Arc<dyn RetryAfterSink>>,
 }
 
 impl RegistryBuilder {
@@ -230,6 +236,30 @@ impl RegistryBuilder {
         self.jitter_seed = Some(seed);
         self
     }
+    /// Where `service`'s retry loop reports every server Retry-After it sees, and asks how
+    /// long to wait: for example a [`RetryAfterLink`](crate::governor::RetryAfterLink), so
+    /// that the hint becomes the rate governor's shared block (G6). Only errors that a
+    /// classifier calls [`RetryAfter`](crate::retry::ErrorClass::RetryAfter) reach it.
+    /// Setting a second sink for the same service replaces the first.
+    ///
+    /// ```
+    /// use resilience_core::governor::{Governor, Priority, ResourceConfig, RetryAfterLink};
+    /// use resilience_core::registry::{Registry, ServicePolicy};
+    /// use std::sync::Arc;
+    ///
+    /// let governor = Arc::new(Governor::builder().build().expect("default config is valid"));
+    /// let core = governor.add_resource("core", ResourceConfig::github()).unwrap();
+    /// let agent = governor.register("planner", Priority::P1).unwrap();
+    /// let registry = Registry::builder(|_: &str| ServicePolicy::default())
+    ///     .retry_after_sink("github", Arc::new(RetryAfterLink::new(governor, core, agent)))
+    ///     .build();
+    /// # let _ = registry.service("github");
+    /// ```
+    #[must_use]
+    pub fn retry_after_sink(mut self, service: &str, sink: Arc<dyn RetryAfterSink>) -> Self {
+        self.retry_after_sinks.insert(Arc::from(service), sink);
+        self
+    }
     /// Builds the registry.
     pub fn build(self) -> Registry {
         Registry {
@@ -243,6 +273,7 @@ impl RegistryBuilder {
             sleeper: self.sleeper,
             async_sleeper: self.async_sleeper,
             jitter_seed: self.jitter_seed,
+            retry_after_sinks: self.retry_after_sinks,
         }
     }
 }

@@ -1,0 +1,215 @@
+//! R12 + G6 through the attribute: a sink given to the runtime
+//! ([`RuntimeBuilder::retry_after_sink`](resilience::RuntimeBuilder::retry_after_sink)) hears
+//! every Retry-After an annotated fn of its service is told (its `classify = …` says which
+//! errors carry one) and decides the wait before the next attempt; the governor's
+//! [`RetryAfterLink`] as that sink turns the hint into the resource's shared block.
+//!
+//! Its own test binary: it installs the process-wide runtime, on a manual clock and sleeper
+//! (no real sleeps). The tests take turns, as they read the one sleeper's record.
+
+mod config_support;
+
+use resilience::clock::ManualClock;
+use resilience::governor::{
+    Decision, Governor, Priority, Request, ResourceConfig, ResourceId, RetryAfterLink, WaitReason,
+};
+use resilience::retry::{ByHint, ErrorClass, RetryAfterSink, RetryHint};
+use resilience::sleep::ManualSleeper;
+use resilience::{retry_service_operation, ResilienceError, Runtime};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+enum GhError {
+    /// The server asked for this many seconds of quiet.
+    Throttled(u64),
+    Refused(ResilienceError),
+}
+
+impl From<ResilienceError> for GhError {
+    fn from(e: ResilienceError) -> Self {
+        GhError::Refused(e)
+    }
+}
+
+impl std::fmt::Display for GhError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+impl RetryHint for GhError {
+    fn retry_hint(&self) -> ErrorClass {
+        match self {
+            GhError::Throttled(s) => ErrorClass::RetryAfter(Duration::from_secs(*s)),
+            GhError::Refused(_) => ErrorClass::Permanent,
+        }
+    }
+}
+
+/// Records what it is told and answers a fixed wait.
+#[derive(Debug)]
+struct RecordingSink {
+    heard: Mutex<Vec<(String, Duration)>>,
+    answer: Duration,
+}
+
+impl RetryAfterSink for RecordingSink {
+    fn retry_after(&self, service: &str, hint: Duration) -> Duration {
+        self.heard.lock().unwrap().push((service.to_owned(), hint));
+        self.answer
+    }
+}
+
+struct World {
+    sleeper: ManualSleeper,
+    sink: Arc<RecordingSink>,
+    governor: Arc<Governor>,
+    core: ResourceId,
+}
+
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let clock = ManualClock::new();
+        let sleeper = ManualSleeper::new(clock.clone());
+        let sink = Arc::new(RecordingSink {
+            heard: Mutex::default(),
+            answer: Duration::from_secs(2),
+        });
+        let governor = Arc::new(
+            Governor::builder()
+                .clock(clock.clone())
+                .seed(7)
+                .build()
+                .expect("the default governor config is valid"),
+        );
+        let core = governor
+            .add_resource("core", ResourceConfig::github())
+            .expect("a new resource");
+        let planner = governor
+            .register("planner", Priority::P1)
+            .expect("a new agent");
+        let runtime = Runtime::builder(config_support::config(&[]))
+            .clock(Arc::new(clock))
+            .sleeper(Arc::new(sleeper.clone()))
+            .async_sleeper(Arc::new(sleeper.clone()))
+            .retry_after_sink("rt_recorded", sink.clone())
+            .retry_after_sink(
+                "rt_governed",
+                Arc::new(RetryAfterLink::new(governor.clone(), core, planner)),
+            )
+            .build();
+        assert!(
+            Runtime::install(runtime).is_ok(),
+            "nothing used the global runtime before"
+        );
+        World {
+            sleeper,
+            sink,
+            governor,
+            core,
+        }
+    })
+}
+
+/// One test at a time (they read the shared sleeper's record), and the world built.
+fn turn() -> (MutexGuard<'static, ()>, &'static World) {
+    static TURN: Mutex<()> = Mutex::new(());
+    let t = TURN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    (t, world())
+}
+
+/// The sleeper's delays from `from` on.
+fn slept_since(w: &World, from: usize) -> Vec<Duration> {
+    w.sleeper.delays()[from..].to_vec()
+}
+
+static RECORDED_RUNS: AtomicU32 = AtomicU32::new(0);
+
+#[retry_service_operation(service = "rt_recorded", idempotent, max_attempts = 3, backoff = "none", classify = ByHint)]
+fn list_recorded() -> Result<u32, GhError> {
+    match RECORDED_RUNS.fetch_add(1, Ordering::SeqCst) {
+        0 => Err(GhError::Throttled(7)),
+        n => Ok(n + 1),
+    }
+}
+
+#[test]
+fn r12_g6_the_runtimes_sink_hears_an_annotated_fns_retry_after_and_sets_its_wait() {
+    let (_turn, w) = turn();
+    let before = w.sleeper.delays().len();
+    assert_eq!(list_recorded(), Ok(2));
+    assert_eq!(
+        *w.sink.heard.lock().unwrap(),
+        [("rt_recorded".to_owned(), Duration::from_secs(7))],
+        "the sink heard the server's hint, once, with its service"
+    );
+    // The sink's answer (2 s), not the raw hint (7 s), is the wait.
+    assert_eq!(slept_since(w, before), [Duration::from_secs(2)]);
+}
+
+static UNLINKED_RUNS: AtomicU32 = AtomicU32::new(0);
+
+#[retry_service_operation(service = "rt_unlinked", idempotent, max_attempts = 3, backoff = "none", classify = ByHint)]
+async fn list_unlinked() -> Result<u32, GhError> {
+    match UNLINKED_RUNS.fetch_add(1, Ordering::SeqCst) {
+        0 => Err(GhError::Throttled(7)),
+        n => Ok(n + 1),
+    }
+}
+
+#[test]
+fn r12_a_service_without_a_sink_waits_the_hint_and_no_sink_hears_it() {
+    let (_turn, w) = turn();
+    let before = w.sleeper.delays().len();
+    let heard_before = w.sink.heard.lock().unwrap().len();
+    let out = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(list_unlinked());
+    assert_eq!(out, Ok(2));
+    assert_eq!(slept_since(w, before), [Duration::from_secs(7)]);
+    assert_eq!(w.sink.heard.lock().unwrap().len(), heard_before);
+}
+
+static GOVERNED_RUNS: AtomicU32 = AtomicU32::new(0);
+
+// One attempt: the hint still reaches the sink (the governor) before the loop gives up.
+#[retry_service_operation(service = "rt_governed", idempotent, max_attempts = 1, classify = ByHint)]
+fn list_governed() -> Result<u32, GhError> {
+    GOVERNED_RUNS.fetch_add(1, Ordering::SeqCst);
+    Err(GhError::Throttled(30))
+}
+
+#[test]
+fn g6_an_annotated_fns_retry_after_becomes_the_governors_block_for_every_agent() {
+    let (_turn, w) = turn();
+    assert_eq!(
+        w.governor
+            .snapshot(w.core)
+            .expect("the resource")
+            .blocked_for,
+        None
+    );
+    assert_eq!(list_governed(), Err(GhError::Throttled(30)));
+    assert_eq!(GOVERNED_RUNS.load(Ordering::SeqCst), 1);
+    let snapshot = w.governor.snapshot(w.core).expect("the resource");
+    assert_eq!(snapshot.blocked_for, Some(Duration::from_secs(30)));
+    // Another agent, even at P0, now waits for the block instead of sending into it.
+    let urgent = w
+        .governor
+        .register("urgent", Priority::P0)
+        .expect("a new agent");
+    match w.governor.decide(urgent, w.core, &Request::read()) {
+        Decision::Wait(wait) => {
+            assert_eq!(wait.reason, WaitReason::Blocked);
+            assert!(wait.delay >= Duration::from_secs(30), "{wait:?}");
+            w.governor.cancel(&wait.ticket);
+        }
+        other => panic!("a P0 read went into the block: {other:?}"),
+    }
+}
