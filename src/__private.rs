@@ -312,3 +312,31 @@ pub async fn async_once<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
         .run_once_async(attempt)
         .await
 }
+
+/// [`sync_once`] for a write declared with `classify = …`: it still runs once; the
+/// classifier only picks the errors whose Retry-After reaches the service's sink
+/// (`RuntimeBuilder::retry_after_sink`, e.g. the governor's G6 block).
+#[inline]
+pub fn sync_once_with<T, E: RetryableError>(
+    site: &'static CallSite,
+    classifier: ErasedClassifier<'_, E>,
+    attempt: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    site.guard()
+        .call(site.operation())
+        .classify(classifier)
+        .run_once(attempt)
+}
+
+/// The async [`sync_once_with`].
+pub async fn async_once_with<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
+    site: &'static CallSite,
+    classifier: ErasedClassifier<'_, E>,
+    attempt: F,
+) -> Result<T, E> {
+    site.guard()
+        .call(site.operation())
+        .classify(classifier)
+        .run_once_async(attempt)
+        .await
+}

@@ -233,11 +233,11 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// | `backoff = "…"` | `"exponential"`, `"linear"`, `"fixed"`, `"jitter"` or `"none"` |
 /// | `base_delay = secs`, `max_delay = secs` | the backoff's base and cap |
 /// | `jitter = bool` | randomise delays |
-/// | `classify = path` | which errors are retried, and Retry-After hints (R12): `resilience::retry::ByHint`, or a `fn(&E) -> ErrorClass` |
+/// | `classify = path` | which errors are retried, and Retry-After hints (R12): `resilience::retry::ByHint`, or a `fn(&E) -> ErrorClass`; on a write, only which errors report a Retry-After to the service's sink |
 /// | `crate = "path"` | where the facade is, if not `::resilience` (re-exporting crates) |
 ///
 /// Seconds are integer or float literals. `max_attempts`, `backoff`, `base_delay`,
-/// `max_delay`, `jitter` and `classify` tune retries, so they require `idempotent`.
+/// `max_delay` and `jitter` tune retries, so they require `idempotent`.
 ///
 /// These values are the *code-declared* layer of the configuration (C13): they override the
 /// built-in table, and are themselves overridden by the global env vars
@@ -342,8 +342,15 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// named fn). A classifier that does not fit the error type is one error on the value:
 /// "`ByHint` cannot classify errors of type `ApiError`", with the fix. It is called only
 /// after a failed attempt, so it costs nothing on the success path. On
-/// [`service_defaults`] it applies to every retried fn inside; writes ignore it, as they
-/// ignore retry tuning.
+/// [`service_defaults`] it applies to every annotated fn inside.
+///
+/// A Retry-After the classifier finds goes to the service's sink, if the runtime has one
+/// ([`RuntimeBuilder::retry_after_sink`]); the sink decides the wait. With the rate
+/// governor's [`RetryAfterLink`](governor::RetryAfterLink) as the sink, an annotated fn's
+/// 429 becomes the resource's shared block (G6), and every agent comes back in priority
+/// order instead of all at once. A write (no `idempotent`) may name a classifier for that
+/// alone: it still runs once, but its Retry-After reaches the sink, since writes are what
+/// trip secondary rate limits.
 ///
 /// # `impl Future` fns
 ///

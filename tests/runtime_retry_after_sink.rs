@@ -15,7 +15,7 @@ use resilience::governor::{
 };
 use resilience::retry::{ByHint, ErrorClass, RetryAfterSink, RetryHint};
 use resilience::sleep::ManualSleeper;
-use resilience::{retry_service_operation, ResilienceError, Runtime};
+use resilience::{retry_service_operation, service_defaults, ResilienceError, Runtime};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -65,6 +65,7 @@ impl RetryAfterSink for RecordingSink {
 struct World {
     sleeper: ManualSleeper,
     sink: Arc<RecordingSink>,
+    write_sink: Arc<RecordingSink>,
     governor: Arc<Governor>,
     core: ResourceId,
 }
@@ -75,6 +76,10 @@ fn world() -> &'static World {
         let clock = ManualClock::new();
         let sleeper = ManualSleeper::new(clock.clone());
         let sink = Arc::new(RecordingSink {
+            heard: Mutex::default(),
+            answer: Duration::from_secs(2),
+        });
+        let write_sink = Arc::new(RecordingSink {
             heard: Mutex::default(),
             answer: Duration::from_secs(2),
         });
@@ -96,6 +101,7 @@ fn world() -> &'static World {
             .sleeper(Arc::new(sleeper.clone()))
             .async_sleeper(Arc::new(sleeper.clone()))
             .retry_after_sink("rt_recorded", sink.clone())
+            .retry_after_sink("rt_write", write_sink.clone())
             .retry_after_sink(
                 "rt_governed",
                 Arc::new(RetryAfterLink::new(governor.clone(), core, planner)),
@@ -108,6 +114,7 @@ fn world() -> &'static World {
         World {
             sleeper,
             sink,
+            write_sink,
             governor,
             core,
         }
@@ -212,4 +219,49 @@ fn g6_an_annotated_fns_retry_after_becomes_the_governors_block_for_every_agent()
         }
         other => panic!("a P0 read went into the block: {other:?}"),
     }
+}
+
+static WRITE_RUNS: AtomicU32 = AtomicU32::new(0);
+
+// A write: it runs once, and its classifier picks the errors whose Retry-After the sink hears.
+#[retry_service_operation(service = "rt_write", classify = ByHint)]
+fn create_issue() -> Result<u32, GhError> {
+    WRITE_RUNS.fetch_add(1, Ordering::SeqCst);
+    Err(GhError::Throttled(60))
+}
+
+struct Repo;
+
+static LABEL_RUNS: AtomicU32 = AtomicU32::new(0);
+
+#[service_defaults(service = "rt_write", classify = ByHint)]
+impl Repo {
+    // An async write inheriting the classifier.
+    #[retry_service_operation]
+    async fn add_label(&self) -> Result<u32, GhError> {
+        LABEL_RUNS.fetch_add(1, Ordering::SeqCst);
+        Err(GhError::Throttled(45))
+    }
+}
+
+#[test]
+fn r12_g6_a_write_runs_once_and_its_retry_after_reaches_the_sink_own_or_inherited() {
+    let (_turn, w) = turn();
+    let before = w.sleeper.delays().len();
+    assert_eq!(create_issue(), Err(GhError::Throttled(60)));
+    assert_eq!(WRITE_RUNS.load(Ordering::SeqCst), 1, "a write runs once");
+    let out = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(Repo.add_label());
+    assert_eq!(out, Err(GhError::Throttled(45)));
+    assert_eq!(LABEL_RUNS.load(Ordering::SeqCst), 1, "a write runs once");
+    assert_eq!(
+        *w.write_sink.heard.lock().unwrap(),
+        [
+            ("rt_write".to_owned(), Duration::from_secs(60)),
+            ("rt_write".to_owned(), Duration::from_secs(45)),
+        ]
+    );
+    assert_eq!(slept_since(w, before), [], "a write never waits to retry");
 }

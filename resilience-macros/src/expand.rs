@@ -141,9 +141,9 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
         },
         (Shape::Sync, false) => {
-            let sync_once = driver_fn("sync_once");
+            let (sync_once, classifier) = once_fn(&driver_fn, "sync_once", &classifier);
             quote_spanned! {plan.error_span=>
-                #sync_once(&#site, || -> #ty #body)
+                #sync_once(&#site, #classifier || -> #ty #body)
             }
         }
         (Shape::AsyncFn, true) => {
@@ -161,10 +161,11 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
             }
         }
         (Shape::AsyncFn, false) => {
-            let (async_once, edge) = (driver_fn("async_once"), return_edge(plan, &p));
+            let (async_once, classifier) = once_fn(&driver_fn, "async_once", &classifier);
+            let edge = return_edge(plan, &p);
             let attempt = quote!(async { #edge (#body) });
             quote_spanned! {plan.error_span=>
-                #async_once(&#site, #attempt) #await_
+                #async_once(&#site, #classifier #attempt) #await_
             }
         }
         // Each attempt runs the original body again for a fresh future, so the returned
@@ -193,10 +194,10 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         // The returned block is spanned on the error type too: its future's bounds are
         // checked there (see `await_`).
         (Shape::ImplFuture, false) => {
-            let async_once = driver_fn("async_once");
+            let (async_once, classifier) = once_fn(&driver_fn, "async_once", &classifier);
             let fut = quote_spanned! {plan.error_span=>
                 async move {
-                    #async_once(&#site, #attempt) #await_
+                    #async_once(&#site, #classifier #attempt) #await_
                 }
             };
             let fut = boxed(fut);
@@ -336,6 +337,19 @@ fn declared(d: &Declared, p: &Trees) -> (TokenStream, bool) {
         quote!(#p::CodeDeclared { #(#fields,)* ..#p::CodeDeclared::EMPTY })
     };
     (tokens, fields.len() == FIELDS)
+}
+
+/// The single-attempt driver of a write (`name`), or its `_with` form and the classifier
+/// argument (with its comma) when the write declares `classify = …`.
+fn once_fn(
+    driver_fn: &impl Fn(&str) -> TokenStream,
+    name: &str,
+    classifier: &Option<TokenStream>,
+) -> (TokenStream, TokenStream) {
+    match classifier {
+        None => (driver_fn(name), TokenStream::new()),
+        Some(c) => (driver_fn(&format!("{name}_with")), quote!(#c,)),
+    }
 }
 
 /// The async driver of a retried fn: `async_loop(&SITE)`, or with its checked classifier.

@@ -81,13 +81,12 @@ pub(crate) enum Shape {
 }
 
 /// The arguments only tune retries; without `idempotent` there are none to tune (M2).
-const TUNING: [&str; 6] = [
+const TUNING: [&str; 5] = [
     sym::MAX_ATTEMPTS,
     sym::BACKOFF,
     sym::BASE_DELAY,
     sym::MAX_DELAY,
     sym::JITTER,
-    sym::CLASSIFY,
 ];
 
 /// `::resilience`, built directly: `parse_quote!` would make and parse tokens for it in every
@@ -139,17 +138,14 @@ pub(crate) fn validate(mut args: RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> Optio
         }
     };
 
-    // Like the tuning above, a classifier only steers retries: an inherited one applies to
-    // retried fns only. (A write's Retry-After could only reach a guard's sink, and the
-    // runtime's guards have none.)
-    let classify = match idempotent {
-        true => args
-            .classify
-            .as_ref()
-            .or_else(|| inherited.and_then(|d| d.classify.as_ref())),
-        false => None,
-    }
-    .map(|c| (c.value.clone(), c.span));
+    // Unlike the tuning above, a classifier matters to a write too, own or inherited: it
+    // picks the errors whose Retry-After reaches the service's sink (the governor's G6
+    // block), though the write still runs once.
+    let classify = args
+        .classify
+        .as_ref()
+        .or_else(|| inherited.and_then(|d| d.classify.as_ref()))
+        .map(|c| (c.value.clone(), c.span));
 
     check_signature(&item.sig, idempotent, ctxt);
     if item.body.is_none() {
@@ -245,13 +241,12 @@ fn idempotency(args: &RetryArgs, ctxt: &Ctxt) -> bool {
 
 /// M2: a retry-tuning argument on an operation that runs once is a mistake worth stopping.
 fn reject_tuning_without_idempotent(args: &RetryArgs, ctxt: &Ctxt) {
-    let given: [Option<Span>; 6] = [
+    let given: [Option<Span>; 5] = [
         args.max_attempts.as_ref().map(|a| a.key),
         args.backoff.as_ref().map(|a| a.key),
         args.base_delay.as_ref().map(|a| a.key),
         args.max_delay.as_ref().map(|a| a.key),
         args.jitter.as_ref().map(|a| a.key),
-        args.classify.as_ref().map(|a| a.key),
     ];
     let why = if args.not_idempotent.is_some() {
         "this operation is marked `not_idempotent`, so it runs exactly once"

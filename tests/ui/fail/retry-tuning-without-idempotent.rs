@@ -31,11 +31,4 @@ fn delete_plan(id: u64) -> Result<u64, ApiError> {
 fn main() {
     let _ = apply_plan(1);
     let _ = delete_plan(1);
-    let _ = archive_plan(1);
-}
-
-#[resilience::retry_service_operation(service = "plan_service", classify = resilience::retry::ByHint)]
-//~^ ERROR `classify` tunes retries
-fn archive_plan(id: u64) -> Result<u64, ApiError> {
-    Ok(id)
 }

@@ -1,6 +1,7 @@
-// R12 / M5: a `classify` declared in #[service_defaults] is checked where each retried fn
-// inherits it, against that fn's error type, and reported on the value; a write inheriting
-// it is unaffected. A value that is not a path is reported once, at the defaults.
+// R12 / M5: a `classify` declared in #[service_defaults] is checked where each annotated fn
+// inherits it, a write too (its classifier picks what reaches the service's Retry-After
+// sink), against that fn's error type, and reported on the value. A value that is not a
+// path is reported once, at the defaults.
 #[derive(Debug)]
 pub struct ApiError;
 impl From<resilience::ResilienceError> for ApiError {

@@ -1,6 +1,7 @@
 // R12 through the attribute: `classify = <path>` on every retried shape (sync, async fn,
 // `impl Future`, a `&self` method), as `ByHint` or a named fn, and inherited from
-// #[service_defaults] (where writes ignore it, as they ignore retry tuning).
+// #[service_defaults]; and on writes of every shape, own or inherited (a write runs once:
+// its classifier picks the errors whose Retry-After reaches the service's sink).
 use resilience::retry::{ByHint, ErrorClass, RetryHint};
 use resilience::{retry_service_operation, service_defaults};
 use std::future::Future;
@@ -141,11 +142,33 @@ impl Client {
         Ok(id)
     }
 
-    // A write runs once: the inherited classifier does not apply (and is no error).
+    // A write runs once; the inherited classifier picks which of its errors report a
+    // Retry-After to the service's sink.
     #[retry_service_operation]
     pub fn write(&self, id: u64) -> Result<u64, ApiError> {
         Ok(id)
     }
+}
+
+// Writes with their own classifier, in every shape.
+#[retry_service_operation(service = "ui_classify", classify = ByHint)]
+fn sync_write(id: u64) -> Result<u64, ApiError> {
+    Ok(id)
+}
+
+#[retry_service_operation(service = "ui_classify", not_idempotent, classify = only_throttling_retries)]
+async fn async_write(id: u64) -> Result<u64, ApiError> {
+    Ok(id)
+}
+
+#[retry_service_operation(service = "ui_classify", classify = ByHint)]
+fn future_write(id: u64) -> impl Future<Output = Result<u64, ApiError>> {
+    async move { Ok(id) }
+}
+
+#[retry_service_operation(service = "ui_classify", classify = ByHint)]
+fn boxed_write(id: u64) -> std::pin::Pin<Box<dyn Future<Output = Result<u64, ApiError>> + Send>> {
+    Box::pin(async move { Ok(id) })
 }
 
 fn main() {
@@ -157,6 +180,10 @@ fn main() {
     assert_eq!(c.inherited(4).unwrap(), 4);
     assert_eq!(rt.block_on(c.own(5)).unwrap(), 5);
     assert_eq!(c.write(6).unwrap(), 6);
+    assert_eq!(sync_write(11).unwrap(), 11);
+    assert_eq!(rt.block_on(async_write(12)).unwrap(), 12);
+    assert_eq!(rt.block_on(future_write(13)).unwrap(), 13);
+    assert_eq!(rt.block_on(boxed_write(14)).unwrap(), 14);
     assert_eq!(generic_read::<ApiError>(7).unwrap(), 7);
     assert_eq!(macro_read(8).unwrap(), 8);
     assert_eq!(rt.block_on(expr_read(9)).unwrap(), 9);
