@@ -229,6 +229,41 @@ fn s1_a_url_password_holding_quotes_backslash_or_angle_brackets_is_hidden() {
     check("['redis://u:pw@h:1','x@y']", "['redis://***@h:1','x@y']");
 }
 
+/// S1 for a password holding a quote then a closing punctuation (`pa",ss`), which read as
+/// the end of a quoted string and leaked whole. It is a password when what follows holds no
+/// quote before the `@`; in JSON (and Python, `Debug`) a string holding an `@` after it
+/// opens with a quote, so such text is not read as credentials.
+#[test]
+fn s1_a_url_password_holding_a_quote_then_a_comma_is_hidden() {
+    check("postgres://u:pa\",ss@host/db", "postgres://***@host/db");
+    for (input, secret) in [
+        ("connect postgres://u:pa\",ss@host/db failed", "ss@host"),
+        ("connect postgres://u:pa',ss@host/db failed", "pa'"),
+        ("connect postgres://u:pa\");ss@host/db failed", "pa\""),
+        ("connect postgres://u:pa\"]}ss@host/db failed", "pa\""),
+        (r#"url: "postgres://u:pa\",ss@host/db""#, "pa\\"),
+        ("connect postgres://u:pa\",ss@h@st/db failed", "ss@h"),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+        assert!(out.contains("://***@"), "{input:?} -> {out:?}");
+    }
+}
+
+/// S1: JSON, Python and `Debug` text holding URLs, quotes and `@`s is left whole.
+#[test]
+fn s1_json_holding_urls_quotes_and_at_signs_is_unchanged() {
+    unchanged(r#"{"u":"http://h:80","e":"a@b"}"#);
+    unchanged(r#"["http://h:80",1,"a@b"]"#);
+    unchanged(r#"["http://h:80", "a@b"]"#);
+    unchanged(r#"{"u":"http://h:80",n:"a@b"}"#);
+    unchanged(r#"["http://h:80",{"e":"a@b"}]"#);
+    unchanged(r#"["http://h:80",["a@b"]]"#);
+    unchanged(r#"body: "[\"http://h:80\",\"a@b\"]""#);
+    unchanged("('http://h:80',1,'a@b')");
+    unchanged(r#"Req { url: "http://h:80", from: "a@b" }"#);
+}
+
 /// S1 with a quote in the *user* part (`o'brien`): the user part refused quotes, so the URL
 /// did not match and user and password leaked whole. A quote inside a user name now reads
 /// as part of it, under the rule a password's quote follows (a quote that is followed by a
@@ -605,6 +640,13 @@ fn forms() -> Vec<Form> {
         (
             "S1 user:pass quotes",
             r#"[A-Za-z0-9!$%+.=~_'"\\<>-]{8,24}"#,
+            |s| format!("postgres://admin:{s}@db:5432/app"),
+        ),
+        // A quote run then closing punctuation then more password (`pa",ss`): no quote may
+        // follow the punctuation (that reads as the next string of a JSON list).
+        (
+            "S1 user:pass quote-comma",
+            r#"[A-Za-z0-9!$%+.=~_-]{2,8}['"\\<>]{1,2}[,:;)\]}]{1,2}[A-Za-z0-9!$%+.=~_@-]{2,12}"#,
             |s| format!("postgres://admin:{s}@db:5432/app"),
         ),
         // A quote in the user part, as in a name (`o'brien`).

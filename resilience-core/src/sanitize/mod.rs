@@ -22,9 +22,13 @@
 //! (`https://ghp_…@github.com`). The last `@` is used so a password containing `@` does not
 //! leak its tail; in the `user:password` form the password may also hold an unencoded `/`,
 //! `?` or `#` (it then runs to the last `@` before whitespace, which may hide more than the
-//! userinfo, never less). It may hold quotes, backslashes and `<>` as well, except a run of
-//! them followed by a blank or by `,` `:` `;` `)` `]` `}`: that reads as the end of a quoted
-//! string holding the URL (`"http://h:80","a@b"` keeps its `@`), so such a password leaks.
+//! userinfo, never less). It may hold quotes, backslashes and `<>` as well. A run of them
+//! followed by `,` `:` `;` `)` `]` `}` reads as the end of a quoted string holding the URL
+//! when another quote comes before the `@` (`"http://h:80","a@b"` and
+//! `["http://h:80",1,"a@b"]` keep their `@`); without one it is password (`u:pa",ss@host`
+//! is hidden). So a password leaks only where such a run is followed by a blank
+//! (`pa", ss`) or, later, by another quote (`pa",s'x`). The price: in non-JSON text such as
+//! a CSV row, `"http://h:80",bob@example.com` reads as credentials and loses `h:80",bob`.
 //! The user part may hold them too (`postgres://o'brien:pw@host`), followed by a character
 //! of the user part: a quote just before its `:` or `@` closes the string (`{"http://h":"a@b"}`).
 //!

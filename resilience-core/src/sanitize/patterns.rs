@@ -35,12 +35,16 @@ const SHAPED: &str = concat!(
     // passwords do): it runs to the last `@` before whitespace, over-hiding rather than
     // leaking. It may hold quotes, backslashes and angle brackets too (a generated password
     // can, and `Debug` escapes a quote as `\"`), but a run of them followed by whitespace or
-    // `,` `:` `;` `)` `]` `}` closes the string the URL was in, so the match stops there:
-    // `"http://h:80","a@b"` is not read as credentials. The user part may hold them too
+    // `,` `:` `;` `)` `]` `}` closes the string the URL was in (but see below), so the match
+    // stops there: `"http://h:80","a@b"` is not read as credentials. The user part may hold them too
     // (`o'brien`), but only followed by a character of the user part, so a quote before the
     // `:` or `@` (`{"http://host":"a@b"}`) still closes the string.
     r#"://(?P<url>(?:[^\s/?#'"<>\\@]|['"<>\\]+[^\s/?#'"<>\\@,:;)\]}])*"#,
-    r#":(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*['"<>\\]*"#,
+    r#":(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*"#,
+    // The password may also hold such a run followed by more value (`pa",ss`), if no quote
+    // comes before its `@`: in JSON, Python or `Debug` text, a string holding an `@` after
+    // the URL's string opens with a quote (`"http://h:80","a@b"`), and is not read as one.
+    r#"(?:['"<>\\]*|['"<>\\]+[,:;)\]}]+[^\s'"<>\\]*)"#,
     r#"|(?:[^\s/?#'"<>\\]|['"<>\\]+[^\s/?#'"<>\\@,:;)\]}])+)@"#,
     // Bare credentials with a well-known prefix (open-ended lengths: see the module docs).
     r"|(?-u:\b)(?P<tok>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
