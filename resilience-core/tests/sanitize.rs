@@ -400,6 +400,81 @@ fn s2_an_xml_element_named_like_a_secret_key_is_redacted() {
     unchanged("</password> and <tokens>5</tokens> and <password_hint>x</password_hint>");
 }
 
+/// S2 in XML attributes: an attribute named like a secret key hides its value and nothing
+/// else, so the element, the attribute name and the other attributes stay readable. An
+/// unquoted value (invalid XML, but logs have it) ends at a blank, `>` or `/>` (it used to
+/// swallow the rest of the markup), and a backslash is no escape in XML (`"C:\dir\"` used
+/// to run on over the next attribute).
+#[test]
+fn s2_xml_attribute_password_is_redacted() {
+    check(
+        r#"<conn password="hunter2" user="bob"/>"#,
+        r#"<conn password="***" user="bob"/>"#,
+    );
+    check("<auth token='abc'>", "<auth token='***'>");
+    check("<x api_key=abc>", "<x api_key=***>");
+    check("<x api_key=abc/><y>z</y>", "<x api_key=***/><y>z</y>");
+    check("<x api_key=abc><y>z</y>", "<x api_key=***><y>z</y>");
+    check(
+        "<x id=1 api_key=a,b;c) user=bob>",
+        "<x id=1 api_key=*** user=bob>",
+    );
+    check(
+        r#"<conn password="C:\dir\" user="bob"/>"#,
+        r#"<conn password="***" user="bob"/>"#,
+    );
+    check(
+        "<conn\n  host=\"h\"\n  db:password = 'a\"b'\n  user=\"bob\" />",
+        "<conn\n  host=\"h\"\n  db:password = '***'\n  user=\"bob\" />",
+    );
+    // A backslash-escaped quote that does not close the attribute (the text after it does
+    // not go on as a tag) is read as an escape: hidden whole.
+    check(
+        r#"<x password="a\"b c" y="1">"#,
+        r#"<x password="***" y="1">"#,
+    );
+    // XML escaped inside a `Debug` string keeps its `\"` quotes.
+    check(
+        r#"body: "<conn password=\"hunter2\" user=\"bob\"/>""#,
+        r#"body: "<conn password=\"***\" user=\"bob\"/>""#,
+    );
+}
+
+/// S2 in XML: an element named like a secret key whose start tag has attributes
+/// (`<token expires="3600">abc</token>`) leaked its text, as only `<token>` opened one.
+#[test]
+fn s2_xml_element_with_attributes_named_like_a_secret_is_redacted() {
+    check(
+        r#"<token expires="3600">abc</token>"#,
+        r#"<token expires="3600">***</token>"#,
+    );
+    check(
+        "<db:Password encrypted='no' note=\"a>b\">hunter2</db:Password>",
+        "<db:Password encrypted='no' note=\"a>b\">***</db:Password>",
+    );
+    check(
+        "<password\n  type=\"plain\">\n  abc\n</password>",
+        "<password\n  type=\"plain\">\n  ***\n</password>",
+    );
+    // Its secret-named attributes are hidden too.
+    check(
+        r#"<token secret="x" kind="y">abc</token>"#,
+        r#"<token secret="***" kind="y">***</token>"#,
+    );
+    // Self-closing: no text to hide.
+    unchanged(r#"<token kind="none"/> <password id="1" />"#);
+}
+
+/// S2: XML neighbours of the secrets above are not over-redacted.
+#[test]
+fn s2_xml_attributes_not_named_like_a_secret_are_kept() {
+    unchanged(r#"<user name="bob">x</user>"#);
+    unchanged(r#"<conn user="bob" host="db" port="5432"/>"#);
+    unchanged(r#"<tokens count="5">12</tokens> <password_hint lang="en">pet</password_hint>"#);
+    unchanged("invalid token provided; password expired for user bob");
+    unchanged("expected Vec<Token >, found Option<AccessToken>");
+}
+
 /// S2 in YAML and in connection strings (libpq DSN, .NET/ADO): the key=value and `key: value`
 /// rules already cover these (pinned here; they did not leak).
 #[test]
@@ -615,6 +690,9 @@ fn secret(pattern: &'static str) -> impl Strategy<Value = String> {
 /// inside it, where it must not end the value.
 const WORD: &str =
     r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}>"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
+/// [`WORD`] without `>`, which ends an unquoted attribute value.
+const WORD_NO_GT: &str =
+    r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
 /// A header value: anything printable but quotes (a leading quote would make it a quoted value).
 const HEADER: &str = r"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-]{8,24}";
 /// A quoted secret: anything printable, spaces and quotes included (each form escapes it).
@@ -671,6 +749,21 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
             |s| format!("<cfg><db_password>{s}</db_password></cfg>"),
         ),
+        // An attribute value: anything but its own quote; a backslash is no escape in XML.
+        (
+            "S2 xml attribute",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'\\-]{8,24}"#,
+            |s| format!(r#"<conn host="db" password="{s}" user="bob"/>"#),
+        ),
+        // Unquoted (invalid XML, found in logs): no blank or `>`, which end it.
+        ("S2 xml attribute unquoted", WORD_NO_GT, |s| {
+            format!("<x id=1 api_key={s} user=bob/>")
+        }),
+        (
+            "S2 xml element with attributes",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
+            |s| format!(r#"<cfg><token expires="3600" note='a>b'>{s}</token></cfg>"#),
+        ),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
         ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
@@ -722,6 +815,7 @@ proptest! {
                 Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
                 Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
+                Just("<conn "), Just(" user="), Just("/>"),
             ],
             0..60,
         )

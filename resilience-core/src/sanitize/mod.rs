@@ -59,8 +59,15 @@
 //!   `<db:password>`, is a pair whose value is the element's text up to the next tag (blanks
 //!   around it kept; a `<![CDATA[…]]>` section's content), or to the end when no tag follows.
 //!   Only a start tag counts: `<` not after a word character, so generics (`Vec<Token>`),
-//!   comparisons (`token>limit`) and closing tags are left alone. A start tag with
-//!   attributes (`<password type="x">`) is not read as one.
+//!   comparisons (`token>limit`) and closing tags are left alone. The start tag may have
+//!   attributes (`<token expires="3600">abc</token>` hides `abc`); a self-closing one has
+//!   no text.
+//! - *XML attributes* named like a secret key hide their value and nothing else:
+//!   `<conn password="hunter2" user="bob"/>` → `<conn password="***" user="bob"/>`. XML has
+//!   no backslash escape, so `password="C:\dir\"` ends at its second quote when the tag goes
+//!   on after it (another attribute, `>` or `/>`; otherwise the backslash is read as an
+//!   escape, which hides more). An unquoted value (`<x api_key=abc/>`, invalid XML but seen
+//!   in logs) ends at a blank, `>` or `/>`.
 //! - *YAML and connection strings* need nothing more: `password: abc` is a pair, and so is
 //!   each `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;`
 //!   before the next `key=` ends the value). ODBC's `Pwd=` is no secret key (it would hide
@@ -107,6 +114,7 @@
 //! - The patterns are compiled once. Should one ever fail to compile, every message is
 //!   replaced by a fixed refusal rather than logged unredacted.
 
+mod markup;
 mod patterns;
 mod truncate;
 mod value;
@@ -217,50 +225,61 @@ fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
     let mut pos = 0;
     while let Some(m) = key_re.find_at(&lower, pos) {
         pos = m.end();
-        let matched = m.as_str().as_bytes();
-        let kind = if matched.ends_with(b">") && !matched.ends_with(b"=>") {
-            // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
-            // anything, `>` included.
-            if !opens_element(text.as_bytes(), m.start()) {
-                continue;
-            }
-            KeyKind::Element
-        } else {
-            // The separator is the last non-blank byte of the match; doubled, it is not one.
-            let sep_at = matched
-                .iter()
-                .rposition(|&c| c != b' ' && c != b'\t')
-                .map_or(m.end(), |p| m.start() + p);
-            let sep = text.as_bytes().get(sep_at);
-            if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
-                continue;
-            }
-            if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
-                KeyKind::Header
-            } else {
-                KeyKind::Word
-            }
-        };
-        if let Some(found) = value::extent(text, m.end(), kind) {
+        if let Some(found) = value_after_key(text, m.start(), m.as_str().as_bytes()) {
             pos = pos.max(found.resume);
             spans.push(found.hide);
         }
     }
 }
 
-/// Whether the name ending in the key at `key_start` is an XML start tag: `<` before it (after
-/// any namespace or prefix, `<db:password>`), itself not after a word character, so a generic
-/// type (`Vec<Token>`, `Option<AccessToken>`) is not one, nor a closing tag (`</token>`).
-fn opens_element(b: &[u8], key_start: usize) -> bool {
-    let name_start = b[..key_start]
-        .iter()
-        .rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':')))
-        .map_or(0, |p| p + 1);
-    if name_start == 0 || b[name_start - 1] != b'<' {
-        return false;
+/// The value after the key and separator `matched` found at `start`, if it is a secret's.
+fn value_after_key(text: &str, start: usize, matched: &[u8]) -> Option<value::Extent> {
+    let b = text.as_bytes();
+    let end = start + matched.len();
+    let last = *matched.last()?;
+    if last == b'>' && !matched.ends_with(b"=>") {
+        // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
+        // anything, `>` included.
+        return markup::opens_element(b, start)
+            .then(|| value::extent(text, end, KeyKind::Element))
+            .flatten();
     }
-    let before = name_start - 1;
-    before == 0 || !(b[before - 1].is_ascii_alphanumeric() || b[before - 1] == b'_')
+    if last.is_ascii_whitespace() && !matched.iter().any(|&c| matches!(c, b'=' | b':')) {
+        // `key ` (no separator): a secret only as a start tag with attributes,
+        // `<token expires="1">`. Its text follows the tag; scanning goes on from the name,
+        // so the attributes are read as pairs.
+        if !markup::opens_element(b, start) {
+            return None;
+        }
+        let text_start = markup::start_tag_end(b, end)?;
+        let found = value::extent(text, text_start, KeyKind::Element)?;
+        return Some(value::Extent {
+            resume: end,
+            ..found
+        });
+    }
+    // The separator is the last non-blank byte of the match; doubled, it is not one.
+    let sep_at = matched
+        .iter()
+        .rposition(|&c| c != b' ' && c != b'\t')
+        .map_or(end, |p| start + p);
+    let sep = b.get(sep_at);
+    if sep.is_some() && b.get(sep_at + 1) == sep {
+        return None;
+    }
+    let kind = if sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start) {
+        KeyKind::Attribute
+    } else if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
+        KeyKind::Header
+    } else {
+        KeyKind::Word
+    };
+    value::extent(text, end, kind)
+}
+
+/// Whether the key in `matched` is not quoted (`password=`, not `"password"=`).
+fn is_bare_key(matched: &[u8]) -> bool {
+    !matched.iter().any(|&c| matches!(c, b'"' | b'\'' | b'\\'))
 }
 
 /// S1 and bare credentials.

@@ -22,9 +22,10 @@ const KEY_THEN_SEPARATOR: &str = concat!(
     r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
     r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
     // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
-    // separator; or the `>` of an XML start tag (checked to be one by the caller).
+    // separator; or the `>` of an XML start tag, or the blank before its attributes (the
+    // caller checks that a tag opens: `<token expires="1">`).
     r#"(?:(?:\\?["'])?"#,
-    r"[ \t]*(?:=>?|:=?)[ \t]*|>)",
+    r"[ \t]*(?:=>?|:=?)[ \t]*|>|[ \t\r\n])",
 );
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the

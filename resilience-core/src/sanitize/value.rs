@@ -3,6 +3,7 @@
 //! Scans bytes, but only ever stops at an ASCII byte or at the end of the text, so every
 //! position it returns is a char boundary.
 
+use super::markup::closes_attribute;
 use super::truncate::ELLIPSIS;
 use std::ops::Range;
 
@@ -15,6 +16,9 @@ pub(super) enum KeyKind {
     Header,
     /// An XML start tag `<password>`: the value is the element's text, up to the next tag.
     Element,
+    /// An attribute in an XML start tag, `<conn password="…">`: no backslash escapes, and an
+    /// unquoted value ends at a blank, `>` or `/>`.
+    Attribute,
 }
 
 /// The part of a value to hide, and where scanning for the next key resumes.
@@ -55,9 +59,13 @@ pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> 
     let found = match (b.get(i), b.get(i + 1)) {
         (None, _) => return None,
         (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => escaped_quoted(b, i + 2, q),
+        (Some(&q @ (b'"' | b'\'')), _) if kind == KeyKind::Attribute => {
+            attribute_quoted(b, i + 1, q)
+        }
         (Some(&q @ (b'"' | b'\'')), _) => quoted(b, i + 1, q),
         (Some(&open @ (b'{' | b'[')), _) => bracketed(b, i, open),
         _ if kind == KeyKind::Header => to_line_end(b, i),
+        _ if kind == KeyKind::Attribute => attribute_unquoted(b, i),
         _ => unquoted_word(b, i),
     };
     kept(b, found)
@@ -125,6 +133,35 @@ fn quoted(b: &[u8], from: usize, quote: u8) -> Extent {
     Extent {
         hide: from..b.len(),
         resume: b.len(),
+    }
+}
+
+/// An attribute value quoted with `quote`, content from `from`. XML has no backslash escape,
+/// so it closes at the next `quote` (`password="C:\dir\"`), if what follows goes on as a tag;
+/// if not, the backslash was an escape after all (`password="a\"b c"`), read as in
+/// [`quoted`], which never hides less.
+fn attribute_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
+    match b[from..].iter().position(|&c| c == quote) {
+        Some(p) if closes_attribute(b, from + p + 1) => Extent {
+            hide: from..from + p,
+            resume: from + p + 1,
+        },
+        _ => quoted(b, from, quote),
+    }
+}
+
+/// An unquoted attribute value (invalid XML, but found in logs): up to a blank, `>` or `/>`.
+fn attribute_unquoted(b: &[u8], from: usize) -> Extent {
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        if c.is_ascii_whitespace() || c == b'>' || (c == b'/' && b.get(j + 1) == Some(&b'>')) {
+            break;
+        }
+        j += 1;
+    }
+    Extent {
+        hide: from..j,
+        resume: j,
     }
 }
 
