@@ -475,6 +475,44 @@ fn s2_xml_attributes_not_named_like_a_secret_are_kept() {
     unchanged("expected Vec<Token >, found Option<AccessToken>");
 }
 
+/// S2 in ODBC connection strings: `Pwd=` is a secret key where the text is one (its
+/// `;`-separated run also has a Driver, DSN, Server, Uid, Data Source, Database… key). A
+/// braced value may hold `;`, and `}}` is an escaped `}` inside it.
+#[test]
+fn s2_odbc_pwd_in_a_connection_string_is_redacted() {
+    check(
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=s3cr3t;",
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=***;",
+    );
+    check("DSN=x;UID=u;PWD={a;b}", "DSN=x;UID=u;PWD={***}");
+    check(
+        "connect failed: PWD={a}}b;c}; DSN=x (08001)",
+        "connect failed: PWD={***}; DSN=x (08001)",
+    );
+    check(
+        "odbc: Server = h ; Pwd = s3cr3t ; Database = d",
+        "odbc: Server = h ; Pwd = *** ; Database = d",
+    );
+    check(
+        r#"conn_str="Data Source=h;Pwd=abc;""#,
+        r#"conn_str="Data Source=h;Pwd=***;""#,
+    );
+    // Unterminated brace (a cut message): to the end.
+    check("DSN=x;PWD={a;b", "DSN=x;PWD={***");
+}
+
+/// S2: outside a connection string, `PWD=` is a shell's working directory and is kept, as
+/// are ODBC's other keys.
+#[test]
+fn s2_shell_pwd_and_odbc_neighbours_are_kept() {
+    unchanged("PWD=/home/x");
+    unchanged("env: HOME=/home/x PWD=/home/x SHELL=/bin/bash");
+    unchanged("cd /tmp; PWD=/home/x; ls");
+    unchanged("PWD=/home/x;OLDPWD=/tmp;HOME=/home/x");
+    unchanged("OLDPWD=/tmp;Server=h");
+    unchanged("Driver={ODBC Driver 18};Server=h;Uid=sa;Database=d");
+}
+
 /// S2 in YAML and in connection strings (libpq DSN, .NET/ADO): the key=value and `key: value`
 /// rules already cover these (pinned here; they did not leak).
 #[test]
@@ -764,6 +802,13 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
             |s| format!(r#"<cfg><token expires="3600" note='a>b'>{s}</token></cfg>"#),
         ),
+        ("S2 odbc pwd", "[A-Za-z0-9!#$%+./:@^_~-]{8,24}", |s| {
+            format!("Driver={{ODBC Driver 18}};Server=h;Uid=sa;Pwd={s};Encrypt=yes")
+        }),
+        // Braced: anything, `;` and `}` included (doubled, as ODBC escapes it).
+        ("S2 odbc pwd braced", QUOTED, |s| {
+            format!("DSN=x;UID=u;PWD={{{}}};APP=y", s.replace('}', "}}"))
+        }),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
         ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
@@ -815,7 +860,8 @@ proptest! {
                 Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
                 Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
-                Just("<conn "), Just(" user="), Just("/>"),
+                Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
+                Just("}}"),
             ],
             0..60,
         )
@@ -879,6 +925,7 @@ fn s2_is_secret_key_follows_the_key_rule() {
         "tokens_used",
         "password_hint",
         "token::Kind",
+        "PWD",
         "",
     ] {
         assert!(!is_secret_key(key), "{key}");

@@ -68,10 +68,16 @@
 //!   on after it (another attribute, `>` or `/>`; otherwise the backslash is read as an
 //!   escape, which hides more). An unquoted value (`<x api_key=abc/>`, invalid XML but seen
 //!   in logs) ends at a blank, `>` or `/>`.
-//! - *YAML and connection strings* need nothing more: `password: abc` is a pair, and so is
-//!   each `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;`
-//!   before the next `key=` ends the value). ODBC's `Pwd=` is no secret key (it would hide
-//!   every shell `PWD=` path too).
+//! - *YAML and connection strings*: `password: abc` is a pair, and so is each
+//!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
+//!   the next `key=` ends the value).
+//! - *ODBC's `Pwd=`* is a secret key only in a connection string, since a shell's
+//!   `PWD=/home/me` is no secret: where its `;`-separated run of `key=value` pairs also has
+//!   a `Driver`, `DSN`, `FileDSN`, `Server`, `Uid`, `User Id`, `Data Source`, `Database`,
+//!   `Initial Catalog`, `DBQ` or `Hostname` key. `Driver={ODBC Driver 18};Server=h;Uid=sa;
+//!   Pwd=s3cr3t;` → `…;Pwd=***;`. A braced value may hold `;` and an escaped `}}`:
+//!   `DSN=x;PWD={a;b}` → `DSN=x;PWD={***}`. `PWD=/home/x`, `OLDPWD=…` and a `cd x; PWD=…`
+//!   are kept.
 //! - A value that opens with `{` or `[` is hidden whole, up to its matching bracket (quoted
 //!   strings inside skipped): under a secret key, its items are the secret. The markers
 //!   `None`, `null`, `nil`, `true` and `false` are kept, as they hide nothing and say
@@ -114,6 +120,7 @@
 //! - The patterns are compiled once. Should one ever fail to compile, every message is
 //!   replaced by a fixed refusal rather than logged unredacted.
 
+mod connstr;
 mod markup;
 mod patterns;
 mod truncate;
@@ -177,7 +184,10 @@ pub fn is_secret_key(key: &str) -> bool {
         return true;
     };
     let probe = format!("{}=", key.to_ascii_lowercase());
-    key_re.find_iter(&probe).any(|m| m.end() == probe.len())
+    // `pwd` is a secret key only inside a connection string, which a key alone is not.
+    key_re
+        .find_iter(&probe)
+        .any(|m| m.end() == probe.len() && !m.as_str().starts_with("pwd"))
 }
 
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
@@ -266,6 +276,9 @@ fn value_after_key(text: &str, start: usize, matched: &[u8]) -> Option<value::Ex
     let sep = b.get(sep_at);
     if sep.is_some() && b.get(sep_at + 1) == sep {
         return None;
+    }
+    if matched.starts_with(b"pwd") {
+        return connstr::pwd_value(text, start, matched);
     }
     let kind = if sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start) {
         KeyKind::Attribute

@@ -20,7 +20,9 @@ const KEY_THEN_SEPARATOR: &str = concat!(
     r"(?-u)",
     r"(?:api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?key",
     r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
-    r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
+    r"|bearer|session[_-]?id|signature|sig|authorization|cookie",
+    // ODBC's `Pwd`: a secret only in a connection string (checked by the caller).
+    r"|pwd)",
     // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
     // separator; or the `>` of an XML start tag, or the blank before its attributes (the
     // caller checks that a tag opens: `<token expires="1">`).

@@ -19,6 +19,9 @@ pub(super) enum KeyKind {
     /// An attribute in an XML start tag, `<conn password="…">`: no backslash escapes, and an
     /// unquoted value ends at a blank, `>` or `/>`.
     Attribute,
+    /// ODBC's `Pwd=` in a connection string: a `{…}` value may hold `;`, and `}}` in it is an
+    /// escaped `}`; otherwise as [`KeyKind::Word`].
+    Odbc,
 }
 
 /// The part of a value to hide, and where scanning for the next key resumes.
@@ -58,6 +61,7 @@ pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> 
     }
     let found = match (b.get(i), b.get(i + 1)) {
         (None, _) => return None,
+        (Some(b'{'), _) if kind == KeyKind::Odbc => odbc_braced(b, i + 1),
         (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => escaped_quoted(b, i + 2, q),
         (Some(&q @ (b'"' | b'\'')), _) if kind == KeyKind::Attribute => {
             attribute_quoted(b, i + 1, q)
@@ -186,6 +190,30 @@ fn escaped_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
             j = after + 1;
         } else {
             j = after;
+        }
+    }
+    Extent {
+        hide: from..b.len(),
+        resume: b.len(),
+    }
+}
+
+/// An ODBC `{…}` value whose content starts at `from`: it closes at a `}` that is not
+/// doubled (`}}` is an escaped `}`); `;`, quotes and `{` inside are plain. Unterminated: the
+/// content runs to the end.
+fn odbc_braced(b: &[u8], from: usize) -> Extent {
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        if c == b'}' {
+            if b.get(j + 1) != Some(&b'}') {
+                return Extent {
+                    hide: from..j,
+                    resume: j + 1,
+                };
+            }
+            j += 2;
+        } else {
+            j += 1;
         }
     }
     Extent {
