@@ -5,6 +5,10 @@
 //! a char boundary. Scans are bounded by [`TAG_WINDOW`], so many keys in a long message cost
 //! linear time, not quadratic.
 
+use super::value::{self, KeyKind};
+use regex::bytes::Regex;
+use std::ops::Range;
+
 /// How far a scan looks for the `<` that opens a tag, or the `>` that closes one. A start
 /// tag longer than this is not read as one: its attributes are then pairs as anywhere else.
 const TAG_WINDOW: usize = 1024;
@@ -53,10 +57,32 @@ pub(super) fn in_start_tag(b: &[u8], key_start: usize) -> bool {
         .is_some_and(|p| opens_tag(b, lo + p))
 }
 
+/// The text of each element named like a secret key whose start tag has attributes,
+/// `<token expires="3600">abc</token>` (found by `element_re` in `lower`, the lowercased
+/// `text`). Its attributes are pairs like any other, found by the key pattern.
+pub(super) fn element_spans(
+    element_re: &Regex,
+    text: &str,
+    lower: &[u8],
+    spans: &mut Vec<Range<usize>>,
+) {
+    let b = text.as_bytes();
+    for m in element_re.find_iter(lower) {
+        if !opens_tag(b, m.start()) {
+            continue;
+        }
+        let found = start_tag_end(b, m.end())
+            .and_then(|text_start| value::extent(text, text_start, KeyKind::Element));
+        if let Some(found) = found {
+            spans.push(found.hide);
+        }
+    }
+}
+
 /// Just past the `>` closing the start tag whose attributes begin at `from` (quoted values
 /// skipped whole, so `note="a>b"` does not close it). `None` when it closes itself (`/>`),
 /// or no `>` closes it within [`TAG_WINDOW`]: there is no element text to hide.
-pub(super) fn start_tag_end(b: &[u8], from: usize) -> Option<usize> {
+fn start_tag_end(b: &[u8], from: usize) -> Option<usize> {
     let hi = b.len().min(from.saturating_add(TAG_WINDOW));
     let mut j = from;
     while j < hi {

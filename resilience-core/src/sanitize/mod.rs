@@ -180,14 +180,15 @@ pub fn sanitize(message: &str) -> Cow<'_, str> {
 /// ```
 pub fn is_secret_key(key: &str) -> bool {
     // No patterns: say yes, so the caller withholds (fail closed).
-    let Some((key_re, _)) = patterns::compiled() else {
+    let Some(patterns) = patterns::compiled() else {
         return true;
     };
     let probe = format!("{}=", key.to_ascii_lowercase());
     // `pwd` is a secret key only inside a connection string, which a key alone is not.
-    key_re
-        .find_iter(&probe)
-        .any(|m| m.end() == probe.len() && !m.as_str().starts_with("pwd"))
+    patterns
+        .key
+        .find_iter(probe.as_bytes())
+        .any(|m| m.end() == probe.len() && !m.as_bytes().starts_with(b"pwd"))
 }
 
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
@@ -195,12 +196,12 @@ pub fn is_secret_key(key: &str) -> bool {
 /// must see what the log line will show. Each round only adds `***`; in practice one round
 /// redacts and the second confirms. Borrowed when nothing was redacted.
 fn redact_all<'a>(
-    (key_re, shaped_re): (&regex::Regex, &regex::Regex),
+    patterns: &patterns::Patterns,
     message: &'a str,
 ) -> Result<Cow<'a, str>, Unavailable> {
     let mut text = Cow::Borrowed(message);
     for _ in 0..MAX_ROUNDS {
-        match redact_round(key_re, shaped_re, &text)? {
+        match redact_round(patterns, &text)? {
             None => break,
             Some(next) => text = Cow::Owned(next),
         }
@@ -216,26 +217,31 @@ const MAX_ROUNDS: usize = 4;
 struct Unavailable;
 
 /// One pass of every detector. `None` if it changes nothing.
-fn redact_round(
-    key_re: &regex::Regex,
-    shaped_re: &regex::Regex,
-    text: &str,
-) -> Result<Option<String>, Unavailable> {
+fn redact_round(patterns: &patterns::Patterns, text: &str) -> Result<Option<String>, Unavailable> {
     let mut spans = Vec::new();
-    key_value_spans(key_re, text, &mut spans);
-    shaped_spans(shaped_re, text, &mut spans);
+    // Same byte offsets as `text`; values are read from `text` itself.
+    let (lower, tags) = patterns::lowercase(text);
+    key_value_spans(&patterns.key, text, &lower, tags, &mut spans);
+    if tags {
+        markup::element_spans(&patterns.element, text, &lower, &mut spans);
+    }
+    shaped_spans(&patterns.shaped, text, &mut spans);
     redact(text, spans)
 }
 
 /// S2–S4: the values after secret keys. Scanning resumes after each value, so a key inside
 /// a value already hidden is not looked at again.
-fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usize>>) {
-    // Same byte offsets as `text` (see `patterns`); values are read from `text` itself.
-    let lower = text.to_ascii_lowercase();
+fn key_value_spans(
+    key_re: &regex::bytes::Regex,
+    text: &str,
+    lower: &[u8],
+    tags: bool,
+    spans: &mut Vec<Range<usize>>,
+) {
     let mut pos = 0;
-    while let Some(m) = key_re.find_at(&lower, pos) {
+    while let Some(m) = key_re.find_at(lower, pos) {
         pos = m.end();
-        if let Some(found) = value_after_key(text, m.start(), m.as_str().as_bytes()) {
+        if let Some(found) = value_after_key(text, m.start(), m.as_bytes(), tags) {
             pos = pos.max(found.resume);
             spans.push(found.hide);
         }
@@ -243,30 +249,17 @@ fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
 }
 
 /// The value after the key and separator `matched` found at `start`, if it is a secret's.
-fn value_after_key(text: &str, start: usize, matched: &[u8]) -> Option<value::Extent> {
+/// `tags`: whether the text holds a `<`, without which no key is in XML.
+fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Option<value::Extent> {
     let b = text.as_bytes();
     let end = start + matched.len();
     let last = *matched.last()?;
     if last == b'>' && !matched.ends_with(b"=>") {
         // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
         // anything, `>` included.
-        return markup::opens_element(b, start)
+        return (tags && markup::opens_element(b, start))
             .then(|| value::extent(text, end, KeyKind::Element))
             .flatten();
-    }
-    if last.is_ascii_whitespace() && !matched.iter().any(|&c| matches!(c, b'=' | b':')) {
-        // `key ` (no separator): a secret only as a start tag with attributes,
-        // `<token expires="1">`. Its text follows the tag; scanning goes on from the name,
-        // so the attributes are read as pairs.
-        if !markup::opens_element(b, start) {
-            return None;
-        }
-        let text_start = markup::start_tag_end(b, end)?;
-        let found = value::extent(text, text_start, KeyKind::Element)?;
-        return Some(value::Extent {
-            resume: end,
-            ..found
-        });
     }
     // The separator is the last non-blank byte of the match; doubled, it is not one.
     let sep_at = matched
@@ -280,7 +273,9 @@ fn value_after_key(text: &str, start: usize, matched: &[u8]) -> Option<value::Ex
     if matched.starts_with(b"pwd") {
         return connstr::pwd_value(text, start, matched);
     }
-    let kind = if sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start) {
+    let in_tag =
+        tags && sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start);
+    let kind = if in_tag {
         KeyKind::Attribute
     } else if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
         KeyKind::Header
