@@ -229,6 +229,41 @@ fn s1_a_url_password_holding_quotes_backslash_or_angle_brackets_is_hidden() {
     check("['redis://u:pw@h:1','x@y']", "['redis://***@h:1','x@y']");
 }
 
+/// S1 for a password holding a quote then a closing punctuation (`pa",ss`), which read as
+/// the end of a quoted string and leaked whole. It is a password when what follows holds no
+/// quote before the `@`; in JSON (and Python, `Debug`) a string holding an `@` after it
+/// opens with a quote, so such text is not read as credentials.
+#[test]
+fn s1_a_url_password_holding_a_quote_then_a_comma_is_hidden() {
+    check("postgres://u:pa\",ss@host/db", "postgres://***@host/db");
+    for (input, secret) in [
+        ("connect postgres://u:pa\",ss@host/db failed", "ss@host"),
+        ("connect postgres://u:pa',ss@host/db failed", "pa'"),
+        ("connect postgres://u:pa\");ss@host/db failed", "pa\""),
+        ("connect postgres://u:pa\"]}ss@host/db failed", "pa\""),
+        (r#"url: "postgres://u:pa\",ss@host/db""#, "pa\\"),
+        ("connect postgres://u:pa\",ss@h@st/db failed", "ss@h"),
+    ] {
+        let out = sanitize(input);
+        assert!(!out.contains(secret), "{input:?} -> {out:?}");
+        assert!(out.contains("://***@"), "{input:?} -> {out:?}");
+    }
+}
+
+/// S1: JSON, Python and `Debug` text holding URLs, quotes and `@`s is left whole.
+#[test]
+fn s1_json_holding_urls_quotes_and_at_signs_is_unchanged() {
+    unchanged(r#"{"u":"http://h:80","e":"a@b"}"#);
+    unchanged(r#"["http://h:80",1,"a@b"]"#);
+    unchanged(r#"["http://h:80", "a@b"]"#);
+    unchanged(r#"{"u":"http://h:80",n:"a@b"}"#);
+    unchanged(r#"["http://h:80",{"e":"a@b"}]"#);
+    unchanged(r#"["http://h:80",["a@b"]]"#);
+    unchanged(r#"body: "[\"http://h:80\",\"a@b\"]""#);
+    unchanged("('http://h:80',1,'a@b')");
+    unchanged(r#"Req { url: "http://h:80", from: "a@b" }"#);
+}
+
 /// S1 with a quote in the *user* part (`o'brien`): the user part refused quotes, so the URL
 /// did not match and user and password leaked whole. A quote inside a user name now reads
 /// as part of it, under the rule a password's quote follows (a quote that is followed by a
@@ -363,6 +398,119 @@ fn s2_an_xml_element_named_like_a_secret_key_is_redacted() {
     unchanged("expected Vec<Token>, found Option<AccessToken>");
     unchanged("if token>limit then; a->token>>2");
     unchanged("</password> and <tokens>5</tokens> and <password_hint>x</password_hint>");
+}
+
+/// S2 in XML attributes: an attribute named like a secret key hides its value and nothing
+/// else, so the element, the attribute name and the other attributes stay readable. An
+/// unquoted value (invalid XML, but logs have it) ends at a blank, `>` or `/>` (it used to
+/// swallow the rest of the markup), and a backslash is no escape in XML (`"C:\dir\"` used
+/// to run on over the next attribute).
+#[test]
+fn s2_xml_attribute_password_is_redacted() {
+    check(
+        r#"<conn password="hunter2" user="bob"/>"#,
+        r#"<conn password="***" user="bob"/>"#,
+    );
+    check("<auth token='abc'>", "<auth token='***'>");
+    check("<x api_key=abc>", "<x api_key=***>");
+    check("<x api_key=abc/><y>z</y>", "<x api_key=***/><y>z</y>");
+    check("<x api_key=abc><y>z</y>", "<x api_key=***><y>z</y>");
+    check(
+        "<x id=1 api_key=a,b;c) user=bob>",
+        "<x id=1 api_key=*** user=bob>",
+    );
+    check(
+        r#"<conn password="C:\dir\" user="bob"/>"#,
+        r#"<conn password="***" user="bob"/>"#,
+    );
+    check(
+        "<conn\n  host=\"h\"\n  db:password = 'a\"b'\n  user=\"bob\" />",
+        "<conn\n  host=\"h\"\n  db:password = '***'\n  user=\"bob\" />",
+    );
+    // A backslash-escaped quote that does not close the attribute (the text after it does
+    // not go on as a tag) is read as an escape: hidden whole.
+    check(
+        r#"<x password="a\"b c" y="1">"#,
+        r#"<x password="***" y="1">"#,
+    );
+    // XML escaped inside a `Debug` string keeps its `\"` quotes.
+    check(
+        r#"body: "<conn password=\"hunter2\" user=\"bob\"/>""#,
+        r#"body: "<conn password=\"***\" user=\"bob\"/>""#,
+    );
+}
+
+/// S2 in XML: an element named like a secret key whose start tag has attributes
+/// (`<token expires="3600">abc</token>`) leaked its text, as only `<token>` opened one.
+#[test]
+fn s2_xml_element_with_attributes_named_like_a_secret_is_redacted() {
+    check(
+        r#"<token expires="3600">abc</token>"#,
+        r#"<token expires="3600">***</token>"#,
+    );
+    check(
+        "<db:Password encrypted='no' note=\"a>b\">hunter2</db:Password>",
+        "<db:Password encrypted='no' note=\"a>b\">***</db:Password>",
+    );
+    check(
+        "<password\n  type=\"plain\">\n  abc\n</password>",
+        "<password\n  type=\"plain\">\n  ***\n</password>",
+    );
+    // Its secret-named attributes are hidden too.
+    check(
+        r#"<token secret="x" kind="y">abc</token>"#,
+        r#"<token secret="***" kind="y">***</token>"#,
+    );
+    // Self-closing: no text to hide.
+    unchanged(r#"<token kind="none"/> <password id="1" />"#);
+}
+
+/// S2: XML neighbours of the secrets above are not over-redacted.
+#[test]
+fn s2_xml_attributes_not_named_like_a_secret_are_kept() {
+    unchanged(r#"<user name="bob">x</user>"#);
+    unchanged(r#"<conn user="bob" host="db" port="5432"/>"#);
+    unchanged(r#"<tokens count="5">12</tokens> <password_hint lang="en">pet</password_hint>"#);
+    unchanged("invalid token provided; password expired for user bob");
+    unchanged("expected Vec<Token >, found Option<AccessToken>");
+}
+
+/// S2 in ODBC connection strings: `Pwd=` is a secret key where the text is one (its
+/// `;`-separated run also has a Driver, DSN, Server, Uid, Data Source, Database… key). A
+/// braced value may hold `;`, and `}}` is an escaped `}` inside it.
+#[test]
+fn s2_odbc_pwd_in_a_connection_string_is_redacted() {
+    check(
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=s3cr3t;",
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=***;",
+    );
+    check("DSN=x;UID=u;PWD={a;b}", "DSN=x;UID=u;PWD={***}");
+    check(
+        "connect failed: PWD={a}}b;c}; DSN=x (08001)",
+        "connect failed: PWD={***}; DSN=x (08001)",
+    );
+    check(
+        "odbc: Server = h ; Pwd = s3cr3t ; Database = d",
+        "odbc: Server = h ; Pwd = *** ; Database = d",
+    );
+    check(
+        r#"conn_str="Data Source=h;Pwd=abc;""#,
+        r#"conn_str="Data Source=h;Pwd=***;""#,
+    );
+    // Unterminated brace (a cut message): to the end.
+    check("DSN=x;PWD={a;b", "DSN=x;PWD={***");
+}
+
+/// S2: outside a connection string, `PWD=` is a shell's working directory and is kept, as
+/// are ODBC's other keys.
+#[test]
+fn s2_shell_pwd_and_odbc_neighbours_are_kept() {
+    unchanged("PWD=/home/x");
+    unchanged("env: HOME=/home/x PWD=/home/x SHELL=/bin/bash");
+    unchanged("cd /tmp; PWD=/home/x; ls");
+    unchanged("PWD=/home/x;OLDPWD=/tmp;HOME=/home/x");
+    unchanged("OLDPWD=/tmp;Server=h");
+    unchanged("Driver={ODBC Driver 18};Server=h;Uid=sa;Database=d");
 }
 
 /// S2 in YAML and in connection strings (libpq DSN, .NET/ADO): the key=value and `key: value`
@@ -580,6 +728,9 @@ fn secret(pattern: &'static str) -> impl Strategy<Value = String> {
 /// inside it, where it must not end the value.
 const WORD: &str =
     r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}>"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
+/// [`WORD`] without `>`, which ends an unquoted attribute value.
+const WORD_NO_GT: &str =
+    r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
 /// A header value: anything printable but quotes (a leading quote would make it a quoted value).
 const HEADER: &str = r"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-]{8,24}";
 /// A quoted secret: anything printable, spaces and quotes included (each form escapes it).
@@ -607,6 +758,13 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9!$%+.=~_'"\\<>-]{8,24}"#,
             |s| format!("postgres://admin:{s}@db:5432/app"),
         ),
+        // A quote run then closing punctuation then more password (`pa",ss`): no quote may
+        // follow the punctuation (that reads as the next string of a JSON list).
+        (
+            "S1 user:pass quote-comma",
+            r#"[A-Za-z0-9!$%+.=~_-]{2,8}['"\\<>]{1,2}[,:;)\]}]{1,2}[A-Za-z0-9!$%+.=~_@-]{2,12}"#,
+            |s| format!("postgres://admin:{s}@db:5432/app"),
+        ),
         // A quote in the user part, as in a name (`o'brien`).
         ("S1 quoted user", "[A-Za-z0-9!$%+,.:;=~_/?#@-]{8,24}", |s| {
             format!("postgres://o'brien:{s}@db:5432/app")
@@ -629,6 +787,28 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
             |s| format!("<cfg><db_password>{s}</db_password></cfg>"),
         ),
+        // An attribute value: anything but its own quote; a backslash is no escape in XML.
+        (
+            "S2 xml attribute",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'\\-]{8,24}"#,
+            |s| format!(r#"<conn host="db" password="{s}" user="bob"/>"#),
+        ),
+        // Unquoted (invalid XML, found in logs): no blank or `>`, which end it.
+        ("S2 xml attribute unquoted", WORD_NO_GT, |s| {
+            format!("<x id=1 api_key={s} user=bob/>")
+        }),
+        (
+            "S2 xml element with attributes",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
+            |s| format!(r#"<cfg><token expires="3600" note='a>b'>{s}</token></cfg>"#),
+        ),
+        ("S2 odbc pwd", "[A-Za-z0-9!#$%+./:@^_~-]{8,24}", |s| {
+            format!("Driver={{ODBC Driver 18}};Server=h;Uid=sa;Pwd={s};Encrypt=yes")
+        }),
+        // Braced: anything, `;` and `}` included (doubled, as ODBC escapes it).
+        ("S2 odbc pwd braced", QUOTED, |s| {
+            format!("DSN=x;UID=u;PWD={{{}}};APP=y", s.replace('}', "}}"))
+        }),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
         ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
@@ -680,6 +860,8 @@ proptest! {
                 Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
                 Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
+                Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
+                Just("}}"),
             ],
             0..60,
         )
@@ -743,6 +925,7 @@ fn s2_is_secret_key_follows_the_key_rule() {
         "tokens_used",
         "password_hint",
         "token::Kind",
+        "PWD",
         "",
     ] {
         assert!(!is_secret_key(key), "{key}");

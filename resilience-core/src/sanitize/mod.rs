@@ -22,9 +22,13 @@
 //! (`https://ghp_…@github.com`). The last `@` is used so a password containing `@` does not
 //! leak its tail; in the `user:password` form the password may also hold an unencoded `/`,
 //! `?` or `#` (it then runs to the last `@` before whitespace, which may hide more than the
-//! userinfo, never less). It may hold quotes, backslashes and `<>` as well, except a run of
-//! them followed by a blank or by `,` `:` `;` `)` `]` `}`: that reads as the end of a quoted
-//! string holding the URL (`"http://h:80","a@b"` keeps its `@`), so such a password leaks.
+//! userinfo, never less). It may hold quotes, backslashes and `<>` as well. A run of them
+//! followed by `,` `:` `;` `)` `]` `}` reads as the end of a quoted string holding the URL
+//! when another quote comes before the `@` (`"http://h:80","a@b"` and
+//! `["http://h:80",1,"a@b"]` keep their `@`); without one it is password (`u:pa",ss@host`
+//! is hidden). So a password leaks only where such a run is followed by a blank
+//! (`pa", ss`) or, later, by another quote (`pa",s'x`). The price: in non-JSON text such as
+//! a CSV row, `"http://h:80",bob@example.com` reads as credentials and loses `h:80",bob`.
 //! The user part may hold them too (`postgres://o'brien:pw@host`), followed by a character
 //! of the user part: a quote just before its `:` or `@` closes the string (`{"http://h":"a@b"}`).
 //!
@@ -55,12 +59,25 @@
 //!   `<db:password>`, is a pair whose value is the element's text up to the next tag (blanks
 //!   around it kept; a `<![CDATA[…]]>` section's content), or to the end when no tag follows.
 //!   Only a start tag counts: `<` not after a word character, so generics (`Vec<Token>`),
-//!   comparisons (`token>limit`) and closing tags are left alone. A start tag with
-//!   attributes (`<password type="x">`) is not read as one.
-//! - *YAML and connection strings* need nothing more: `password: abc` is a pair, and so is
-//!   each `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;`
-//!   before the next `key=` ends the value). ODBC's `Pwd=` is no secret key (it would hide
-//!   every shell `PWD=` path too).
+//!   comparisons (`token>limit`) and closing tags are left alone. The start tag may have
+//!   attributes (`<token expires="3600">abc</token>` hides `abc`); a self-closing one has
+//!   no text.
+//! - *XML attributes* named like a secret key hide their value and nothing else:
+//!   `<conn password="hunter2" user="bob"/>` → `<conn password="***" user="bob"/>`. XML has
+//!   no backslash escape, so `password="C:\dir\"` ends at its second quote when the tag goes
+//!   on after it (another attribute, `>` or `/>`; otherwise the backslash is read as an
+//!   escape, which hides more). An unquoted value (`<x api_key=abc/>`, invalid XML but seen
+//!   in logs) ends at a blank, `>` or `/>`.
+//! - *YAML and connection strings*: `password: abc` is a pair, and so is each
+//!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
+//!   the next `key=` ends the value).
+//! - *ODBC's `Pwd=`* is a secret key only in a connection string, since a shell's
+//!   `PWD=/home/me` is no secret: where its `;`-separated run of `key=value` pairs also has
+//!   a `Driver`, `DSN`, `FileDSN`, `Server`, `Uid`, `User Id`, `Data Source`, `Database`,
+//!   `Initial Catalog`, `DBQ` or `Hostname` key. `Driver={ODBC Driver 18};Server=h;Uid=sa;
+//!   Pwd=s3cr3t;` → `…;Pwd=***;`. A braced value may hold `;` and an escaped `}}`:
+//!   `DSN=x;PWD={a;b}` → `DSN=x;PWD={***}`. `PWD=/home/x`, `OLDPWD=…` and a `cd x; PWD=…`
+//!   are kept.
 //! - A value that opens with `{` or `[` is hidden whole, up to its matching bracket (quoted
 //!   strings inside skipped): under a secret key, its items are the secret. The markers
 //!   `None`, `null`, `nil`, `true` and `false` are kept, as they hide nothing and say
@@ -103,6 +120,8 @@
 //! - The patterns are compiled once. Should one ever fail to compile, every message is
 //!   replaced by a fixed refusal rather than logged unredacted.
 
+mod connstr;
+mod markup;
 mod patterns;
 mod truncate;
 mod value;
@@ -161,11 +180,15 @@ pub fn sanitize(message: &str) -> Cow<'_, str> {
 /// ```
 pub fn is_secret_key(key: &str) -> bool {
     // No patterns: say yes, so the caller withholds (fail closed).
-    let Some((key_re, _)) = patterns::compiled() else {
+    let Some(patterns) = patterns::compiled() else {
         return true;
     };
     let probe = format!("{}=", key.to_ascii_lowercase());
-    key_re.find_iter(&probe).any(|m| m.end() == probe.len())
+    // `pwd` is a secret key only inside a connection string, which a key alone is not.
+    patterns
+        .key
+        .find_iter(probe.as_bytes())
+        .any(|m| m.end() == probe.len() && !m.as_bytes().starts_with(b"pwd"))
 }
 
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
@@ -173,12 +196,12 @@ pub fn is_secret_key(key: &str) -> bool {
 /// must see what the log line will show. Each round only adds `***`; in practice one round
 /// redacts and the second confirms. Borrowed when nothing was redacted.
 fn redact_all<'a>(
-    (key_re, shaped_re): (&regex::Regex, &regex::Regex),
+    patterns: &patterns::Patterns,
     message: &'a str,
 ) -> Result<Cow<'a, str>, Unavailable> {
     let mut text = Cow::Borrowed(message);
     for _ in 0..MAX_ROUNDS {
-        match redact_round(key_re, shaped_re, &text)? {
+        match redact_round(patterns, &text)? {
             None => break,
             Some(next) => text = Cow::Owned(next),
         }
@@ -194,69 +217,77 @@ const MAX_ROUNDS: usize = 4;
 struct Unavailable;
 
 /// One pass of every detector. `None` if it changes nothing.
-fn redact_round(
-    key_re: &regex::Regex,
-    shaped_re: &regex::Regex,
-    text: &str,
-) -> Result<Option<String>, Unavailable> {
+fn redact_round(patterns: &patterns::Patterns, text: &str) -> Result<Option<String>, Unavailable> {
     let mut spans = Vec::new();
-    key_value_spans(key_re, text, &mut spans);
-    shaped_spans(shaped_re, text, &mut spans);
+    // Same byte offsets as `text`; values are read from `text` itself.
+    let (lower, tags) = patterns::lowercase(text);
+    key_value_spans(&patterns.key, text, &lower, tags, &mut spans);
+    if tags {
+        markup::element_spans(&patterns.element, text, &lower, &mut spans);
+    }
+    shaped_spans(&patterns.shaped, text, &mut spans);
     redact(text, spans)
 }
 
 /// S2–S4: the values after secret keys. Scanning resumes after each value, so a key inside
 /// a value already hidden is not looked at again.
-fn key_value_spans(key_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usize>>) {
-    // Same byte offsets as `text` (see `patterns`); values are read from `text` itself.
-    let lower = text.to_ascii_lowercase();
+fn key_value_spans(
+    key_re: &regex::bytes::Regex,
+    text: &str,
+    lower: &[u8],
+    tags: bool,
+    spans: &mut Vec<Range<usize>>,
+) {
     let mut pos = 0;
-    while let Some(m) = key_re.find_at(&lower, pos) {
+    while let Some(m) = key_re.find_at(lower, pos) {
         pos = m.end();
-        let matched = m.as_str().as_bytes();
-        let kind = if matched.ends_with(b">") && !matched.ends_with(b"=>") {
-            // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
-            // anything, `>` included.
-            if !opens_element(text.as_bytes(), m.start()) {
-                continue;
-            }
-            KeyKind::Element
-        } else {
-            // The separator is the last non-blank byte of the match; doubled, it is not one.
-            let sep_at = matched
-                .iter()
-                .rposition(|&c| c != b' ' && c != b'\t')
-                .map_or(m.end(), |p| m.start() + p);
-            let sep = text.as_bytes().get(sep_at);
-            if sep.is_some() && text.as_bytes().get(sep_at + 1) == sep {
-                continue;
-            }
-            if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
-                KeyKind::Header
-            } else {
-                KeyKind::Word
-            }
-        };
-        if let Some(found) = value::extent(text, m.end(), kind) {
+        if let Some(found) = value_after_key(text, m.start(), m.as_bytes(), tags) {
             pos = pos.max(found.resume);
             spans.push(found.hide);
         }
     }
 }
 
-/// Whether the name ending in the key at `key_start` is an XML start tag: `<` before it (after
-/// any namespace or prefix, `<db:password>`), itself not after a word character, so a generic
-/// type (`Vec<Token>`, `Option<AccessToken>`) is not one, nor a closing tag (`</token>`).
-fn opens_element(b: &[u8], key_start: usize) -> bool {
-    let name_start = b[..key_start]
-        .iter()
-        .rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':')))
-        .map_or(0, |p| p + 1);
-    if name_start == 0 || b[name_start - 1] != b'<' {
-        return false;
+/// The value after the key and separator `matched` found at `start`, if it is a secret's.
+/// `tags`: whether the text holds a `<`, without which no key is in XML.
+fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Option<value::Extent> {
+    let b = text.as_bytes();
+    let end = start + matched.len();
+    let last = *matched.last()?;
+    if last == b'>' && !matched.ends_with(b"=>") {
+        // `key>`: a secret only as an XML start tag, `<…key>`. Its text may start with
+        // anything, `>` included.
+        return (tags && markup::opens_element(b, start))
+            .then(|| value::extent(text, end, KeyKind::Element))
+            .flatten();
     }
-    let before = name_start - 1;
-    before == 0 || !(b[before - 1].is_ascii_alphanumeric() || b[before - 1] == b'_')
+    // The separator is the last non-blank byte of the match; doubled, it is not one.
+    let sep_at = matched
+        .iter()
+        .rposition(|&c| c != b' ' && c != b'\t')
+        .map_or(end, |p| start + p);
+    let sep = b.get(sep_at);
+    if sep.is_some() && b.get(sep_at + 1) == sep {
+        return None;
+    }
+    if matched.starts_with(b"pwd") {
+        return connstr::pwd_value(text, start, matched);
+    }
+    let in_tag =
+        tags && sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start);
+    let kind = if in_tag {
+        KeyKind::Attribute
+    } else if matched.starts_with(b"authorization") || matched.starts_with(b"cookie") {
+        KeyKind::Header
+    } else {
+        KeyKind::Word
+    };
+    value::extent(text, end, kind)
+}
+
+/// Whether the key in `matched` is not quoted (`password=`, not `"password"=`).
+fn is_bare_key(matched: &[u8]) -> bool {
+    !matched.iter().any(|&c| matches!(c, b'"' | b'\'' | b'\\'))
 }
 
 /// S1 and bare credentials.

@@ -3,29 +3,48 @@
 //! Each is a constant, so a failure to compile is a programming error that the unit test below
 //! catches; at run time a failure is not a panic but a fail-closed refusal (see `mod.rs`).
 
+use regex::bytes::Regex as BytesRegex;
 use regex::Regex;
 use std::sync::LazyLock;
+
+/// The words a secret key ends with, as alternatives of a lowercase pattern. Longer words
+/// come before their prefixes (`signature` before `sig`).
+macro_rules! secret_words {
+    () => {
+        concat!(
+            r"api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?key",
+            r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
+            r"|bearer|session[_-]?id|signature|sig|authorization|cookie",
+        )
+    };
+}
 
 /// A secret key followed by its separator, up to where the value starts.
 ///
 /// The key *ends* with one of the secret words (any prefix is allowed, so `db_password` and
 /// `X-Api-Key` match) and the separator follows at once, perhaps after a closing quote of a
-/// quoted key, so `tokens_used=` and `token_count:` do not match. Longer words come before
-/// their prefixes (`signature` before `sig`).
+/// quoted key, so `tokens_used=` and `token_count:` do not match.
 ///
 /// Lowercase only: it is matched against an ASCII-lowercased copy of the text, which has the
 /// same byte offsets. That ignores case while keeping the engine's literal prefilter, which
 /// `(?i)` disables (measured about 5x slower on a clean 200-char message).
 const KEY_THEN_SEPARATOR: &str = concat!(
-    r"(?-u)",
-    r"(?:api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?key",
-    r"|passw(?:or)?d|passphrase|secret|credentials?|token|connection[_-]?string",
-    r"|bearer|session[_-]?id|signature|sig|authorization|cookie)",
+    r"(?-u)(?:",
+    secret_words!(),
+    // ODBC's `Pwd`: a secret only in a connection string (checked by the caller).
+    r"|pwd)",
     // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
     // separator; or the `>` of an XML start tag (checked to be one by the caller).
     r#"(?:(?:\\?["'])?"#,
     r"[ \t]*(?:=>?|:=?)[ \t]*|>)",
 );
+
+/// An XML start tag named like a secret key, with attributes: `<token ` of
+/// `<token expires="1">abc</token>`, up to the blank before them. Lowercase only, as
+/// [`KEY_THEN_SEPARATOR`]. Its own pattern, run only on text holding a `<`, so that prose
+/// (`invalid token provided`) costs nothing more.
+const ELEMENT_WITH_ATTRIBUTES: &str =
+    concat!(r"(?-u)<[a-z0-9_.:-]*(?:", secret_words!(), r")[ \t\r\n]",);
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
 /// part to hide: `url` (the userinfo of a URL), `pem` (a private key's body) or `tok`.
@@ -35,12 +54,16 @@ const SHAPED: &str = concat!(
     // passwords do): it runs to the last `@` before whitespace, over-hiding rather than
     // leaking. It may hold quotes, backslashes and angle brackets too (a generated password
     // can, and `Debug` escapes a quote as `\"`), but a run of them followed by whitespace or
-    // `,` `:` `;` `)` `]` `}` closes the string the URL was in, so the match stops there:
-    // `"http://h:80","a@b"` is not read as credentials. The user part may hold them too
+    // `,` `:` `;` `)` `]` `}` closes the string the URL was in (but see below), so the match
+    // stops there: `"http://h:80","a@b"` is not read as credentials. The user part may hold them too
     // (`o'brien`), but only followed by a character of the user part, so a quote before the
     // `:` or `@` (`{"http://host":"a@b"}`) still closes the string.
     r#"://(?P<url>(?:[^\s/?#'"<>\\@]|['"<>\\]+[^\s/?#'"<>\\@,:;)\]}])*"#,
-    r#":(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*['"<>\\]*"#,
+    r#":(?:[^\s'"<>\\]|['"<>\\]+[^\s'"<>\\,:;)\]}])*"#,
+    // The password may also hold such a run followed by more value (`pa",ss`), if no quote
+    // comes before its `@`: in JSON, Python or `Debug` text, a string holding an `@` after
+    // the URL's string opens with a quote (`"http://h:80","a@b"`), and is not read as one.
+    r#"(?:['"<>\\]*|['"<>\\]+[,:;)\]}]+[^\s'"<>\\]*)"#,
     r#"|(?:[^\s/?#'"<>\\]|['"<>\\]+[^\s/?#'"<>\\@,:;)\]}])+)@"#,
     // Bare credentials with a well-known prefix (open-ended lengths: see the module docs).
     r"|(?-u:\b)(?P<tok>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
@@ -55,35 +78,66 @@ const SHAPED: &str = concat!(
     r"(?P<pem>(?:[A-Za-z0-9+/=:, \t\r\n]|\\[nr]|-[A-Za-z0-9+/=:, \t\r\n]|-\\[nr])*)",
 );
 
-static KEY_RE: LazyLock<Result<Regex, regex::Error>> =
-    LazyLock::new(|| Regex::new(KEY_THEN_SEPARATOR));
-static SHAPED_RE: LazyLock<Result<Regex, regex::Error>> = LazyLock::new(|| Regex::new(SHAPED));
+/// The compiled patterns.
+pub(super) struct Patterns {
+    /// [`KEY_THEN_SEPARATOR`], matched against the lowercased text (bytes: see [`lowercase`]).
+    pub(super) key: BytesRegex,
+    /// [`SHAPED`], matched against the text as is.
+    pub(super) shaped: Regex,
+    /// [`ELEMENT_WITH_ATTRIBUTES`], matched against the lowercased text.
+    pub(super) element: BytesRegex,
+}
 
-/// The two compiled patterns, or `None` if either failed to compile.
-pub(super) fn compiled() -> Option<(&'static Regex, &'static Regex)> {
-    match (&*KEY_RE, &*SHAPED_RE) {
-        (Ok(key), Ok(shaped)) => Some((key, shaped)),
-        _ => None,
+static PATTERNS: LazyLock<Result<Patterns, regex::Error>> = LazyLock::new(|| {
+    Ok(Patterns {
+        key: BytesRegex::new(KEY_THEN_SEPARATOR)?,
+        shaped: Regex::new(SHAPED)?,
+        element: BytesRegex::new(ELEMENT_WITH_ATTRIBUTES)?,
+    })
+});
+
+/// The text in ASCII lowercase, which has the same byte offsets (so a match in it is a match
+/// in the text), and whether the text holds a `<` (without one, there is no XML to look at).
+/// One pass for both, which the compiler vectorises; bytes, as a `String` would have to be
+/// checked for UTF-8 again.
+pub(super) fn lowercase(text: &str) -> (Vec<u8>, bool) {
+    let mut lower = text.as_bytes().to_vec();
+    let mut tags = false;
+    for c in &mut lower {
+        tags |= *c == b'<';
+        c.make_ascii_lowercase();
     }
+    (lower, tags)
+}
+
+/// The compiled patterns, or `None` if any failed to compile.
+pub(super) fn compiled() -> Option<&'static Patterns> {
+    PATTERNS.as_ref().ok()
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn every_pattern_compiles() {
-        if let Err(e) = super::Regex::new(super::KEY_THEN_SEPARATOR) {
+        if let Err(e) = super::BytesRegex::new(super::KEY_THEN_SEPARATOR) {
             panic!("key pattern: {e}");
         }
         if let Err(e) = super::Regex::new(super::SHAPED) {
             panic!("shaped pattern: {e}");
         }
+        if let Err(e) = super::BytesRegex::new(super::ELEMENT_WITH_ATTRIBUTES) {
+            panic!("element pattern: {e}");
+        }
         assert!(super::compiled().is_some());
     }
 
     #[test]
-    fn key_pattern_is_lowercase_as_the_text_it_sees() {
-        assert!(!super::KEY_THEN_SEPARATOR
-            .bytes()
-            .any(|b| b.is_ascii_uppercase()));
+    fn key_patterns_are_lowercase_as_the_text_they_see() {
+        for pattern in [super::KEY_THEN_SEPARATOR, super::ELEMENT_WITH_ATTRIBUTES] {
+            assert!(
+                !pattern.bytes().any(|b| b.is_ascii_uppercase()),
+                "{pattern}"
+            );
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! Scans bytes, but only ever stops at an ASCII byte or at the end of the text, so every
 //! position it returns is a char boundary.
 
+use super::markup::closes_attribute;
 use super::truncate::ELLIPSIS;
 use std::ops::Range;
 
@@ -15,6 +16,12 @@ pub(super) enum KeyKind {
     Header,
     /// An XML start tag `<password>`: the value is the element's text, up to the next tag.
     Element,
+    /// An attribute in an XML start tag, `<conn password="…">`: no backslash escapes, and an
+    /// unquoted value ends at a blank, `>` or `/>`.
+    Attribute,
+    /// ODBC's `Pwd=` in a connection string: a `{…}` value may hold `;`, and `}}` in it is an
+    /// escaped `}`; otherwise as [`KeyKind::Word`].
+    Odbc,
 }
 
 /// The part of a value to hide, and where scanning for the next key resumes.
@@ -54,10 +61,15 @@ pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> 
     }
     let found = match (b.get(i), b.get(i + 1)) {
         (None, _) => return None,
+        (Some(b'{'), _) if kind == KeyKind::Odbc => odbc_braced(b, i + 1),
         (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => escaped_quoted(b, i + 2, q),
+        (Some(&q @ (b'"' | b'\'')), _) if kind == KeyKind::Attribute => {
+            attribute_quoted(b, i + 1, q)
+        }
         (Some(&q @ (b'"' | b'\'')), _) => quoted(b, i + 1, q),
         (Some(&open @ (b'{' | b'[')), _) => bracketed(b, i, open),
         _ if kind == KeyKind::Header => to_line_end(b, i),
+        _ if kind == KeyKind::Attribute => attribute_unquoted(b, i),
         _ => unquoted_word(b, i),
     };
     kept(b, found)
@@ -128,6 +140,35 @@ fn quoted(b: &[u8], from: usize, quote: u8) -> Extent {
     }
 }
 
+/// An attribute value quoted with `quote`, content from `from`. XML has no backslash escape,
+/// so it closes at the next `quote` (`password="C:\dir\"`), if what follows goes on as a tag;
+/// if not, the backslash was an escape after all (`password="a\"b c"`), read as in
+/// [`quoted`], which never hides less.
+fn attribute_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
+    match b[from..].iter().position(|&c| c == quote) {
+        Some(p) if closes_attribute(b, from + p + 1) => Extent {
+            hide: from..from + p,
+            resume: from + p + 1,
+        },
+        _ => quoted(b, from, quote),
+    }
+}
+
+/// An unquoted attribute value (invalid XML, but found in logs): up to a blank, `>` or `/>`.
+fn attribute_unquoted(b: &[u8], from: usize) -> Extent {
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        if c.is_ascii_whitespace() || c == b'>' || (c == b'/' && b.get(j + 1) == Some(&b'>')) {
+            break;
+        }
+        j += 1;
+    }
+    Extent {
+        hide: from..j,
+        resume: j,
+    }
+}
+
 /// A string quoted with `\"` (JSON inside a string literal). It closes at a quote preceded by
 /// exactly one backslash; `\\\"` is an escaped quote inside the inner string.
 fn escaped_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
@@ -149,6 +190,30 @@ fn escaped_quoted(b: &[u8], from: usize, quote: u8) -> Extent {
             j = after + 1;
         } else {
             j = after;
+        }
+    }
+    Extent {
+        hide: from..b.len(),
+        resume: b.len(),
+    }
+}
+
+/// An ODBC `{…}` value whose content starts at `from`: it closes at a `}` that is not
+/// doubled (`}}` is an escaped `}`); `;`, quotes and `{` inside are plain. Unterminated: the
+/// content runs to the end.
+fn odbc_braced(b: &[u8], from: usize) -> Extent {
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        if c == b'}' {
+            if b.get(j + 1) != Some(&b'}') {
+                return Extent {
+                    hide: from..j,
+                    resume: j + 1,
+                };
+            }
+            j += 2;
+        } else {
+            j += 1;
         }
     }
     Extent {
