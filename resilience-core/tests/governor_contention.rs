@@ -297,3 +297,54 @@ const SQUAD_FOUND_BY_PROPTEST: [(usize, u8, u64); 71] = [
     (0, 0, 283),
     (7, 0, 98383),
 ];
+
+/// A second case the random squads shrank to (helper-15's mutation run, where it failed on
+/// the unmutated governor too): a P2 write and a P0 read wanted at the same instant
+/// (34.923 s), the write asking first. The governor cannot know of an ask not yet made, so
+/// the check counts a P0 as waiting only once it has asked (`simulate`).
+#[test]
+fn g1_g6_g8_simultaneous_asks_in_a_squad_found_by_proptest() {
+    let spec: [(usize, u8, u64); 40] = [
+        (0, 0, 28),
+        (5, 0, 28780),
+        (5, 0, 77989),
+        (8, 1, 34923),
+        (7, 0, 100161),
+        (4, 1, 117032),
+        (6, 2, 7693),
+        (5, 0, 106277),
+        (8, 1, 17834),
+        (3, 1, 11502),
+        (8, 1, 52972),
+        (8, 1, 24616),
+        (7, 0, 43400),
+        (7, 1, 16237),
+        (6, 1, 85154),
+        (6, 0, 77516),
+        (8, 2, 73867),
+        (7, 1, 102930),
+        (8, 2, 88409),
+        (8, 1, 92901),
+        (8, 1, 95073),
+        (5, 1, 66076),
+        (0, 1, 19879),
+        (8, 1, 25247),
+        (6, 2, 98174),
+        (6, 1, 28433),
+        (2, 0, 28007),
+        (8, 2, 72817),
+        (0, 0, 34923),
+        (0, 2, 85160),
+        (4, 1, 9135),
+        (3, 2, 52408),
+        (3, 2, 43701),
+        (0, 1, 2321),
+        (6, 0, 59512),
+        (4, 1, 107984),
+        (3, 0, 49609),
+        (0, 1, 105767),
+        (6, 1, 28731),
+        (0, 0, 54473),
+    ];
+    squad_case(&spec, 82_727).expect("no inversion, all served, creations within the rule");
+}

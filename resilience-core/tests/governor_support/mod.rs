@@ -317,14 +317,20 @@ pub fn simulate(rig: &Rig, jobs: &[Job]) -> (Vec<Served>, u64) {
                             // The governor's contract (module docs): nothing goes ahead of a
                             // P0 that waits for what it competes for (a request of the same
                             // kind), nor of one whose wait ends within the unrelated hold; a
-                            // read may pass a create waiting longer on a creation rule.
+                            // read may pass a create waiting longer on a creation rule. A P0
+                            // waits once it has asked (`until` set): one wanted at this very
+                            // instant whose ask comes later in the event order is unknown to
+                            // the governor, and which of two simultaneous asks goes first is
+                            // arbitrary (a random squad found a P2 write and a P0 read both
+                            // at 34.923 s, the write asking first).
                             let p0_waiting = jobs.iter().enumerate().any(|(k, j)| {
                                 j.priority == Priority::P0
-                                    && j.at <= t
                                     && out[k].granted.is_none()
                                     && out[k].refused.is_none()
-                                    && (j.req.kind() == jobs[i].req.kind()
-                                        || until[k].is_none_or(|u| u <= t + rig.unrelated_hold))
+                                    && until[k].is_some_and(|u| {
+                                        j.req.kind() == jobs[i].req.kind()
+                                            || u <= t + rig.unrelated_hold
+                                    })
                             });
                             inversions += u64::from(p0_waiting);
                         }
