@@ -1,0 +1,169 @@
+//! The in-process store at its edges: the store's own entry points (tickets from elsewhere,
+//! release by the trait), grants settled by a lease expiry when the call bound is longer than
+//! the lease, and what one observation teaches one resource (memory/mod.rs, observe.rs,
+//! state.rs).
+
+mod governor_support;
+
+use governor_support::*;
+use resilience_core::clock::{Clock, ManualClock};
+use resilience_core::governor::{
+    Governor, GovernorConfig, GovernorStore, InProcessStore, Leases, Priority, Request, ResourceId,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An in-process store used through its trait, on a manual clock.
+fn store_with(cfg: GovernorConfig) -> (ManualClock, InProcessStore) {
+    (ManualClock::new(), InProcessStore::new(cfg))
+}
+
+fn waiters(store: &InProcessStore, r: ResourceId, now: Duration) -> usize {
+    store.snapshot(r, now).expect("known resource").waiters
+}
+
+/// G6: a ticket is a place in one resource's line, for one agent. Presented to another
+/// resource it is no place there: the request is a new one and takes a new place, even when
+/// the other line holds a waiter of the same agent under the same number. Presented where
+/// it was given, it keeps its place. Both store entry points (`decide` with a time, and
+/// `decide_on` with a clock) check this.
+#[test]
+fn g6_a_ticket_is_a_place_in_its_own_resource_line_only() {
+    let (clock, store) = store_with(GovernorConfig::default());
+    let now = clock.now();
+    let core = store.add_resource("core", light_only(), now).unwrap();
+    let search = store.add_resource("search", light_only(), now).unwrap();
+    let a = store.register("data", Priority::P1, now).unwrap();
+    store.block(core, secs(10), now);
+    store.block(search, secs(10), now);
+    let read = Request::read();
+    let core_ticket = wait(store.decide(a, core, &read, None, now)).ticket;
+    let search_ticket = wait(store.decide(a, search, &read, None, now)).ticket;
+    assert_eq!(waiters(&store, search, now), 1);
+
+    // Its own ticket, through either entry point: the same place.
+    let _ = wait(store.decide(a, search, &read, Some(&search_ticket), now));
+    assert_eq!(
+        waiters(&store, search, now),
+        1,
+        "decide: own ticket lost its place"
+    );
+    let _ = wait(store.decide_on(a, search, &read, Some(&search_ticket), &clock));
+    assert_eq!(
+        waiters(&store, search, now),
+        1,
+        "decide_on: own ticket lost its place"
+    );
+
+    // core's ticket shows in search's line as a new request.
+    let _ = wait(store.decide(a, search, &read, Some(&core_ticket), now));
+    assert_eq!(waiters(&store, search, now), 2, "decide took core's ticket");
+    let _ = wait(store.decide_on(a, search, &read, Some(&core_ticket), &clock));
+    assert_eq!(
+        waiters(&store, search, now),
+        3,
+        "decide_on took core's ticket"
+    );
+    assert_eq!(waiters(&store, core, now), 1);
+}
+
+/// G5/G2: a grant released through the store's trait (with a time, or on a clock as a
+/// `Governor` over a given store does) gives back its slot and its cost.
+#[test]
+fn g5_a_release_through_the_store_trait_gives_back_slot_and_cost() {
+    let (clock, store) = store_with(GovernorConfig::default());
+    let now = clock.now();
+    let core = store.add_resource("core", light_only(), now).unwrap();
+    let a = store.register("data", Priority::P1, now).unwrap();
+    let g = go(store.decide(a, core, &Request::read().with_cost(3), None, now));
+    let s = store.snapshot(core, now).unwrap();
+    assert_eq!((s.in_flight, s.remaining), (1, 4997));
+    store.release(g, now);
+    let s = store.snapshot(core, now).unwrap();
+    assert_eq!((s.in_flight, s.remaining), (0, 5000), "release(grant, now)");
+
+    // A Governor over a given store releases through `release_on`.
+    let store: Arc<InProcessStore> = Arc::new(store);
+    let gov = Governor::builder()
+        .clock(clock.clone())
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let g = go(gov.decide(a, core, &Request::read().with_cost(2)));
+    assert_eq!(gov.snapshot(core).unwrap().in_flight, 1);
+    gov.release(g);
+    let s = gov.snapshot(core).unwrap();
+    assert_eq!(
+        (s.in_flight, s.remaining),
+        (0, 5000),
+        "release_on(grant, clock)"
+    );
+}
+
+/// G7: the in-process store (the default) says what it holds when debug-printed.
+#[test]
+fn g7_the_in_process_store_debug_output_counts_resources_and_agents() {
+    let (clock, store) = store_with(GovernorConfig::default());
+    let now = clock.now();
+    store.add_resource("core", light_only(), now).unwrap();
+    store.register("picard", Priority::P0, now).unwrap();
+    store.register("ralph", Priority::P2, now).unwrap();
+    assert_eq!(
+        format!("{store:?}"),
+        "InProcessStore { resources: 1, agents: 2, .. }"
+    );
+}
+
+/// Leases shorter than the call bound: an agent's lease can expire while its grant is
+/// still within the bound.
+fn short_lease_long_bound() -> GovernorConfig {
+    GovernorConfig {
+        leases: Leases {
+            ttl: secs(10),
+            call_bound: secs(60),
+            ..Leases::default()
+        },
+        ..GovernorConfig::default()
+    }
+}
+
+/// G5: a lease expiry settles its agent's calls in flight. With a call bound longer than the
+/// lease, those calls must be forgotten there and then: when the agent comes back and holds
+/// a new grant, the old calls' age must not later settle the new grant before its own bound.
+#[test]
+fn g5_grants_settled_by_a_lease_expiry_do_not_settle_later_grants() {
+    let rig = Rig::with_governor_config(light_only(), short_lease_long_bound());
+    let a = rig.agent("data", Priority::P1);
+    let b = rig.agent("worf", Priority::P1);
+    let _lost = go(rig.decide(a, &Request::read())); // never observed or released
+                                                     // `a` is silent past its lease; `b` keeps its own alive and runs the sweep.
+    for _ in 0..6 {
+        rig.advance(secs(5));
+        rig.gov.heartbeat(b);
+        let _ = rig.gov.snapshot(rig.core);
+    }
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(
+        (s.in_flight, s.remaining),
+        (0, 4999),
+        "settled by the lease expiry"
+    );
+    // `a` comes back at 60 s and holds a new grant.
+    rig.advance_to(secs(60));
+    rig.gov.heartbeat(a);
+    let _held = go(rig.decide(a, &Request::read()));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().in_flight, 1);
+    // At 90 s the first grant's age is past twice the bound, the new one's is half of it.
+    while rig.now() < secs(90) {
+        rig.advance(secs(5));
+        rig.gov.heartbeat(a);
+        rig.gov.heartbeat(b);
+        let _ = rig.gov.snapshot(rig.core);
+    }
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(
+        (s.in_flight, s.remaining),
+        (1, 4998),
+        "the new grant was settled within its bound"
+    );
+}
