@@ -167,3 +167,82 @@ fn g5_grants_settled_by_a_lease_expiry_do_not_settle_later_grants() {
         "the new grant was settled within its bound"
     );
 }
+
+/// Runs maintenance every second up to `t`, keeping `alive` agents' leases.
+fn tick_to(rig: &Rig, t: Duration, alive: &[resilience_core::governor::AgentId]) {
+    while rig.now() < t {
+        rig.advance(S.min(t - rig.now()));
+        for &a in alive {
+            rig.gov.heartbeat(a);
+        }
+        let _ = rig.gov.snapshot(rig.core);
+    }
+}
+
+/// G5: an answer that comes after its agent's lease expired (the expiry settled its call)
+/// settles nothing more, even while the agent, back again, holds a grant of the same age.
+#[test]
+fn g5_a_late_answer_from_before_a_lease_expiry_frees_no_later_grant() {
+    let rig = Rig::with_governor_config(light_only(), short_lease_long_bound());
+    let a = rig.agent("data", Priority::P1);
+    let b = rig.agent("worf", Priority::P1);
+    let old = go(rig.decide(a, &Request::read()));
+    tick_to(&rig, secs(11), &[b]);
+    assert_eq!(
+        rig.gov.snapshot(rig.core).unwrap().in_flight,
+        0,
+        "lease expired"
+    );
+    rig.gov.heartbeat(a);
+    let _held = go(rig.decide(a, &Request::read()));
+    rig.made(old);
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(s.in_flight, 1, "the late answer freed the new grant's slot");
+}
+
+/// G5: a grant observed in time is no longer its agent's: when that agent's lease later
+/// expires, nothing of it is settled again, and other agents' calls in flight stay counted.
+#[test]
+fn g5_an_observed_grant_is_not_settled_again_by_its_agents_lease_expiry() {
+    let rig = Rig::with_governor_config(light_only(), short_lease_long_bound());
+    let a = rig.agent("data", Priority::P1);
+    let b = rig.agent("worf", Priority::P1);
+    rig.made(go(rig.decide(a, &Request::read())));
+    let _held = go(rig.decide(b, &Request::read()));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().in_flight, 1);
+    tick_to(&rig, secs(12), &[b]); // `a`'s lease expires at 10 s
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(s.live_agents, 1);
+    assert_eq!(s.in_flight, 1, "b's call in flight was freed by a's expiry");
+}
+
+/// An HTTP-date `retry-after` `days` after the clock's wall time.
+fn retry_at_days(days: u64) -> resilience_core::governor::Observation {
+    // The manual clock's wall time starts at 2026-01-01T00:00:00Z, a Thursday.
+    let names = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    let date = format!(
+        "{}, {:02} Jan 2026 00:00:00 GMT",
+        names[(days % 7) as usize],
+        1 + days
+    );
+    resilience_core::governor::Observation::new(429).with_header("retry-after", &date)
+}
+
+/// G6: a `retry-after` given as an HTTP-date blocks until that date, up to a week away (the
+/// cap the delay form has when parsed); a later date blocks for the week.
+#[test]
+fn g6_an_http_date_retry_after_blocks_until_it_up_to_a_week() {
+    const DAY: u64 = 86_400;
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let out = rig
+        .gov
+        .observe(go(rig.decide(a, &Request::read())), &retry_at_days(2));
+    assert_eq!(out.blocked_until, Some(secs(2 * DAY)));
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let out = rig
+        .gov
+        .observe(go(rig.decide(a, &Request::read())), &retry_at_days(9));
+    assert_eq!(out.blocked_until, Some(secs(7 * DAY)));
+}
