@@ -8,7 +8,8 @@ mod governor_support;
 use governor_support::*;
 use resilience_core::clock::{Clock, ManualClock};
 use resilience_core::governor::{
-    Governor, GovernorConfig, GovernorStore, InProcessStore, Leases, Priority, Request, ResourceId,
+    Governor, GovernorConfig, GovernorStore, InProcessStore, Leases, Priority, Request,
+    ResourceConfig, ResourceId,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -245,4 +246,35 @@ fn g6_an_http_date_retry_after_blocks_until_it_up_to_a_week() {
         .gov
         .observe(go(rig.decide(a, &Request::read())), &retry_at_days(9));
     assert_eq!(out.blocked_until, Some(secs(7 * DAY)));
+}
+
+/// [`light_only`] with zero-width release windows: P0 at the block's end, P1 500 ms after,
+/// P2 1 s after (no jitter).
+fn fixed_release() -> ResourceConfig {
+    let mut cfg = light_only();
+    cfg.retry_windows.windows = [(ms(0), ms(0)), (ms(500), ms(500)), (S, S)];
+    cfg
+}
+
+/// G6 with `max_wait`: a wait longer than the caller's bound is refused at once, and the
+/// refusal says how long from *now* until the release it would have had (not from the
+/// clock's origin).
+#[test]
+fn g6_a_wait_past_max_wait_is_shed_with_the_time_left_from_now() {
+    let rig = Rig::new(fixed_release());
+    let a = rig.agent("data", Priority::P1);
+    rig.advance_to(secs(5));
+    rig.gov.note_retry_after(rig.core, secs(30));
+    let r = refused(rig.decide(a, &Request::read().with_max_wait(secs(5))));
+    assert_eq!(r.retry_after, secs(30) + ms(500));
+}
+
+/// G6 with `max_wait`: a release exactly `max_wait` away is within the bound: it waits.
+#[test]
+fn g6_a_wait_of_exactly_max_wait_is_within_the_bound() {
+    let rig = Rig::new(fixed_release());
+    let a = rig.agent("data", Priority::P1);
+    rig.gov.note_retry_after(rig.core, secs(10));
+    let w = wait(rig.decide(a, &Request::read().with_max_wait(secs(10) + ms(500))));
+    assert_eq!(w.until, secs(10) + ms(500));
 }
