@@ -278,3 +278,25 @@ fn g6_a_wait_of_exactly_max_wait_is_within_the_bound() {
     let w = wait(rig.decide(a, &Request::read().with_max_wait(secs(10) + ms(500))));
     assert_eq!(w.until, secs(10) + ms(500));
 }
+
+/// G6 (GitHub's documented backoff: 60 s, then exponentially): a limit with nothing to go on
+/// doubles the last block while no good response came in between. An error response (a 400)
+/// is not a good one: the next limit still doubles.
+#[test]
+fn g6_an_error_response_between_limits_does_not_restart_the_doubling() {
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let limited = resilience_core::governor::Observation::new(429);
+    let out = rig.gov.observe_without_grant(a, rig.core, &limited);
+    assert_eq!(out.blocked_until, Some(secs(60)));
+    rig.advance_to(secs(61));
+    let bad = resilience_core::governor::Observation::new(400);
+    let _ = rig.gov.observe_without_grant(a, rig.core, &bad);
+    rig.advance_to(secs(62));
+    let out = rig.gov.observe_without_grant(a, rig.core, &limited);
+    assert_eq!(
+        out.blocked_until,
+        Some(secs(62 + 120)),
+        "the 400 reset the backoff"
+    );
+}
