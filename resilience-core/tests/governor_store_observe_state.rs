@@ -300,3 +300,82 @@ fn g6_an_error_response_between_limits_does_not_restart_the_doubling() {
         "the 400 reset the backoff"
     );
 }
+
+/// G1/G8: the first grant of a window anchors its assumed reset; made on the full path (here
+/// a waiter resuming after a block), it too must bring maintenance forward to that reset when
+/// the window is shorter than the 1 s sweep: a grant after the reset is counted in a new
+/// window.
+#[test]
+fn g1_a_window_anchored_by_a_resumed_waiter_resets_on_time_even_under_a_second() {
+    let mut cfg = fixed_release();
+    cfg.quota.limit = 10;
+    cfg.quota.window = ms(100);
+    let rig = Rig::new(cfg);
+    let a = rig.agent("picard", Priority::P0);
+    let _ = rig.gov.snapshot(rig.core); // maintenance now: the next sweep is 1 s away
+    rig.gov.note_retry_after(rig.core, ms(10));
+    let w = wait(rig.decide(a, &Request::read()));
+    assert_eq!(w.until, ms(10));
+    rig.advance_to(ms(10));
+    let _first = go(rig.resume(&w.ticket, &Request::read())); // reset at 110 ms
+    rig.advance_to(ms(160));
+    let _second = go(rig.decide(a, &Request::read()));
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(
+        (s.reset_in, s.remaining),
+        (Some(ms(100)), 8),
+        "granted in the window that had ended (the first grant is still in flight)"
+    );
+}
+
+/// G4: a downstream agent's grants carry its upstream's limit for the cascade window after
+/// it, not at its end, on the full path too (maintenance due at that instant).
+#[test]
+fn g4_a_full_path_grant_at_the_end_of_the_warning_window_is_not_warned() {
+    let mut cfg = light_only();
+    cfg.retry_windows.windows = [(ms(0), ms(0)); 3];
+    cfg.retry_windows.recovery = ms(0);
+    let rig = Rig::new(cfg);
+    let up = rig.agent("up", Priority::P1);
+    let down = rig.agent("down", Priority::P1);
+    rig.gov.add_dependency(up, down).unwrap();
+    let g = go(rig.decide(up, &Request::read()));
+    let limited = resilience_core::governor::Observation::new(429).with_header("retry-after", "1");
+    let _ = rig.gov.observe(g, &limited);
+    for (t, warned) in [(secs(29), Some(up)), (secs(30), None)] {
+        rig.advance_to(t - S);
+        let _ = rig.gov.snapshot(rig.core); // the next sweep is due at `t`
+        rig.gov.heartbeat(up);
+        rig.advance_to(t);
+        let g = go(rig.decide(down, &Request::read()));
+        assert_eq!(g.upstream_limited(), warned, "at {t:?}");
+        rig.gov.release(g);
+    }
+}
+
+/// G5 with a call bound much shorter than the 1 s sweep: a grant never settled whose slot is
+/// needed again is settled then. Made in a window that has ended since, it was counted
+/// there, so the new window's estimate does not pay for it.
+#[test]
+fn g5_an_unsettled_grant_from_an_ended_window_is_not_charged_to_the_new_one() {
+    let mut cfg = light_only();
+    cfg.quota.limit = 10;
+    cfg.quota.window = ms(100);
+    let gc = GovernorConfig {
+        // Slices of 2^24 ns (about 16.8 ms): a slot comes round again 8 slices later.
+        leases: Leases {
+            call_bound: ms(40),
+            ..Leases::default()
+        },
+        ..GovernorConfig::default()
+    };
+    let rig = Rig::with_governor_config(cfg, gc);
+    let a = rig.agent("data", Priority::P1);
+    let _ = rig.gov.snapshot(rig.core); // the next sweep is 1 s away
+    rig.advance_to(ms(10));
+    let _lost = go(rig.decide(a, &Request::read())); // slice 0; the window resets at 110 ms
+    rig.advance_to(ms(140)); // slice 8: the same slot, in a new window
+    let _held = go(rig.decide(a, &Request::read()));
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!((s.in_flight, s.remaining), (1, 9), "{s:?}");
+}
