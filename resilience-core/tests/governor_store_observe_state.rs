@@ -379,3 +379,24 @@ fn g5_an_unsettled_grant_from_an_ended_window_is_not_charged_to_the_new_one() {
     let s = rig.gov.snapshot(rig.core).unwrap();
     assert_eq!((s.in_flight, s.remaining), (1, 9), "{s:?}");
 }
+
+/// G6 with G8: inside a block a waiter is told to come back at the later of its release
+/// time and what the pacing rules allow, for the later one's reason: a create whose rule
+/// holds it past its release is not sent back at the release only to wait again.
+#[test]
+fn g6_g8_a_rule_that_holds_past_the_release_sets_the_wait() {
+    let mut cfg = one_create_per(secs(60));
+    cfg.retry_windows.windows = [(ms(0), ms(0)); 3];
+    let rig = Rig::new(cfg);
+    let a = rig.agent("picard", Priority::P0);
+    rig.made(go(rig.decide(a, &Request::create())));
+    rig.gov.note_retry_after(rig.core, S);
+    rig.advance_to(ms(10));
+    let w = wait(rig.decide(a, &Request::create()));
+    assert!(w.until >= secs(60), "{w:?}");
+    assert_eq!(
+        w.reason,
+        resilience_core::governor::WaitReason::Rule("creates_per_minute".into()),
+        "{w:?}"
+    );
+}
