@@ -400,3 +400,19 @@ fn g6_g8_a_rule_that_holds_past_the_release_sets_the_wait() {
         "{w:?}"
     );
 }
+
+/// G2: the store remembers each agent's name and priority (its reservations and the order
+/// of the line follow the priority); an unknown id has none.
+#[test]
+fn g2_an_agent_is_known_by_its_name_and_priority() {
+    let rig = Rig::new(light_only());
+    let _ = rig.agent("picard", Priority::P0);
+    let ralph = rig.agent("ralph", Priority::P2);
+    let (name, p) = rig.gov.agent(ralph).expect("registered");
+    assert_eq!((&*name, p), ("ralph", Priority::P2));
+    assert_eq!(
+        rig.gov
+            .agent(resilience_core::governor::AgentId::from_index(7)),
+        None
+    );
+}
