@@ -122,6 +122,7 @@
 
 mod connstr;
 mod markup;
+mod pairs;
 mod patterns;
 mod truncate;
 mod value;
@@ -224,6 +225,9 @@ fn redact_round(patterns: &patterns::Patterns, text: &str) -> Result<Option<Stri
     key_value_spans(&patterns.key, text, &lower, tags, &mut spans);
     if tags {
         markup::element_spans(&patterns.element, text, &lower, &mut spans);
+    }
+    if pairs::may_hold_pairs(&lower, tags) {
+        pairs::pair_spans(&patterns.name_field, text, &lower, &mut spans);
     }
     shaped_spans(&patterns.shaped, text, &mut spans);
     redact(text, spans)
