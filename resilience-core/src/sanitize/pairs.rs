@@ -11,21 +11,23 @@
 //! bytes (or the end of the text), so every position is a char boundary.
 
 use super::markup::{self, is_name_byte, TAG_WINDOW};
+use super::patterns::Marks;
 use super::value::{self, KeyKind};
+use memchr::memmem::Finder;
 use regex::bytes::Regex;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 /// How far a scan looks for the `{` that opens the object holding a name field, or for its
 /// `value` member after that `{`.
 const WINDOW: usize = 1024;
 
-/// Whether the text (as `lower`, its lowercased bytes, and `tags`, whether it holds a `<`)
-/// can hold a pair at all: a tag, or the word `value`. The cheap gate in front of
-/// [`pair_spans`], so a clean message costs one substring search more.
-pub(super) fn may_hold_pairs(lower: &[u8], tags: bool) -> bool {
-    // `lower` is the text with ASCII letters lowercased, so it is UTF-8 (fail open to the
-    // full check should it not be).
-    tags || std::str::from_utf8(lower).map_or(true, |l| l.contains("value"))
+/// Whether the text (as `lower`, its lowercased bytes, and what `marks` says of it) can hold
+/// a pair at all: a tag, or an object and the word `value`. The cheap gate in front of
+/// [`pair_spans`]: a message without `<` or `{` costs nothing more.
+pub(super) fn may_hold_pairs(lower: &[u8], marks: Marks) -> bool {
+    static VALUE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"value"));
+    marks.tags || (marks.braces && VALUE.find(lower).is_some())
 }
 
 /// The values whose sibling name field, found by `name_re` in `lower` (the lowercased
@@ -35,23 +37,24 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
     // The `<` or `{` of the last tag or object looked at: a second name field in it adds
     // nothing, and skipping it keeps many of them in one object linear.
     let mut last_scope = None;
-    for caps in name_re.captures_iter(lower) {
-        let (Some(m), Some(name)) = (caps.get(0), caps.name("name")) else {
-            continue;
-        };
+    for m in name_re.find_iter(lower) {
         let start = m.start();
         // The whole field name: not `filename` or `api_key`.
         if start > 0 && (is_word_byte(b[start - 1]) || matches!(b[start - 1], b'-' | b'.')) {
             continue;
         }
-        if !text.get(name.range()).is_some_and(super::is_secret_key) {
+        let Some(sep) = m.as_bytes().iter().position(|&c| c == b'=' || c == b':') else {
+            continue;
+        };
+        if !text
+            .get(named(m.as_bytes(), sep, start))
+            .is_some_and(super::is_secret_key)
+        {
             continue;
         }
-        let tag = (m.as_bytes().iter().find(|&&c| c == b'=' || c == b':') == Some(&b'=')
-            && start > 0
-            && b[start - 1].is_ascii_whitespace())
-        .then(|| tag_open(b, start))
-        .flatten();
+        let tag = (m.as_bytes()[sep] == b'=' && start > 0 && b[start - 1].is_ascii_whitespace())
+            .then(|| tag_open(b, start))
+            .flatten();
         let attribute = tag.is_some();
         let scope = tag.or_else(|| enclosing_brace(b, key_start(b, start)));
         let Some(open) = scope else {
@@ -68,6 +71,23 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         };
         spans.extend(hide);
     }
+}
+
+/// Where the name in `field` (a match of the name field pattern at `start`, its separator at
+/// `sep`) is: between the quotes after the separator.
+fn named(field: &[u8], sep: usize, start: usize) -> Range<usize> {
+    let open = sep
+        + 1
+        + field[sep + 1..]
+            .iter()
+            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'\\'))
+            .count()
+        + 1;
+    let mut close = field.len() - 1;
+    if close > open && field[close - 1] == b'\\' {
+        close -= 1;
+    }
+    start + open.min(close)..start + close
 }
 
 /// A byte of an identifier.
@@ -276,6 +296,17 @@ mod tests {
         assert_eq!(enclosing_brace(br#"[{"a":1},"name""#, 9), None);
         assert_eq!(enclosing_brace(br#"x "name""#, 2), None);
         assert_eq!(enclosing_brace(br#"{\"a\":\"b\",\"name\""#, 13), Some(0));
+    }
+
+    #[test]
+    fn the_name_is_between_the_quotes_after_the_separator() {
+        let name = |f: &[u8]| {
+            let sep = f.iter().position(|&c| c == b'=' || c == b':').unwrap();
+            named(f, sep, 10)
+        };
+        assert_eq!(name(br#"key="password""#), 15..23);
+        assert_eq!(name(br#"name\": \"token\""#), 20..25);
+        assert_eq!(name(b"name: 'x_sig'"), 17..22);
     }
 
     #[test]
