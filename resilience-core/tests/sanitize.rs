@@ -1030,7 +1030,8 @@ proptest! {
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
                 Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
                 Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
-                Just("}}"),
+                Just("}}"), Just("name"), Just("key"), Just("value"), Just(" value="),
+                Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
             ],
             0..60,
         )
