@@ -37,8 +37,14 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
     // The `<` or `{` of the last tag or object looked at: a second name field in it adds
     // nothing, and skipping it keeps many of them in one object linear.
     let mut last_scope = None;
+    // The end of the last value hidden: a name field inside it is hidden already, and
+    // skipping it keeps many unterminated values linear, as the key scan's resume does.
+    let mut hidden_to = 0;
     for m in name_re.find_iter(lower) {
         let start = m.start();
+        if start < hidden_to {
+            continue;
+        }
         // The whole field name: not `filename` or `api_key`.
         if start > 0 && (is_word_byte(b[start - 1]) || matches!(b[start - 1], b'-' | b'.')) {
             continue;
@@ -69,8 +75,21 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         } else {
             object_value(text, open)
         };
-        spans.extend(hide);
+        if let Some(hide) = hide {
+            hidden_to = hidden_to.max(hide.end);
+            spans.push(hide);
+        }
     }
+}
+
+/// `text` up to about `hi` (a char boundary at most 3 bytes before it), so that a scan
+/// stepping over values inside a window stops at the window's end whatever they hold.
+fn up_to(text: &str, hi: usize) -> &str {
+    let mut hi = hi.min(text.len());
+    while !text.is_char_boundary(hi) {
+        hi -= 1;
+    }
+    &text[..hi]
 }
 
 /// Where the name in `field` (a match of the name field pattern at `start`, its separator at
@@ -123,8 +142,10 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
                 .iter()
                 .take_while(|&&c| is_name_byte(c))
                 .count();
-    let hi = b.len().min(open.saturating_add(TAG_WINDOW));
-    let mut j = name.end;
+    let window = up_to(text, open.saturating_add(TAG_WINDOW));
+    let all = b;
+    let b = window.as_bytes();
+    let mut j = name.end.min(b.len());
     let mut value_at = None;
     // Just past the tag's `>`, unless it closes itself (`/>`), or is cut off.
     let text_at = loop {
@@ -136,7 +157,6 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
             Some(b'>') => break Some(j + 1),
             Some(b'/' | b'?') if b.get(j + 1) == Some(&b'>') => break None,
             None | Some(b'<') => break None,
-            _ if j >= hi => break None,
             _ => {}
         }
         let attr = j..j + b[j..].iter().take_while(|&&c| is_name_byte(c)).count();
@@ -160,7 +180,7 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
         if value_at.is_none() && b[attr].eq_ignore_ascii_case(b"value") {
             value_at = Some(j);
         }
-        j = value::end(text, j, KeyKind::Attribute).max(j);
+        j = value::end(window, j, KeyKind::Attribute).max(j);
     };
     if let Some(at) = value_at {
         return value::extent(text, at, KeyKind::Attribute).map(|e| e.hide);
@@ -170,7 +190,7 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
     let closes = rest.is_empty()
         || rest.strip_prefix(b"</").is_some_and(|r| {
             r.len() >= name.len()
-                && r[..name.len()].eq_ignore_ascii_case(&b[name.clone()])
+                && r[..name.len()].eq_ignore_ascii_case(&all[name.clone()])
                 && !r.get(name.len()).is_some_and(|&c| is_name_byte(c))
         });
     closes.then_some(found.hide)
@@ -218,15 +238,16 @@ fn enclosing_brace(b: &[u8], at: usize) -> Option<usize> {
 /// The value of the `value` member of the object opening at `open`, if it has one (quoted
 /// or not: `"value":`, `'value':`, `\"value\":`, `value:`).
 fn object_value(text: &str, open: usize) -> Option<Range<usize>> {
-    let b = text.as_bytes();
-    let hi = b.len().min(open.saturating_add(WINDOW));
+    let window = up_to(text, open.saturating_add(WINDOW));
+    let b = window.as_bytes();
+    let hi = b.len();
     let mut j = open + 1;
     while j < hi {
         let c = b[j];
         let quoted =
             matches!(c, b'"' | b'\'') || (c == b'\\' && matches!(b.get(j + 1), Some(b'"' | b'\'')));
         let key = if quoted || c == b'{' || c == b'[' {
-            let end = value::end(text, j, KeyKind::Word).max(j + 1);
+            let end = value::end(window, j, KeyKind::Word).max(j + 1);
             let key = quoted.then(|| trim_quotes(&b[j..end]));
             let at = j;
             j = end;
