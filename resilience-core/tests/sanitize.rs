@@ -539,6 +539,140 @@ fn s2_yaml_and_connection_string_forms_are_redacted() {
     check("Password=\"a;b\";Database=d", "Password=\"***\";Database=d");
 }
 
+/// S2 with the name apart from the value: a `name`/`key` field naming a secret and a sibling
+/// `value` field in the same XML tag (.NET appSettings, Spring, HTML inputs). No `key=value`
+/// rule saw these: the secret word sits in a value, not a key.
+#[test]
+fn s2_xml_name_value_pair_password_is_redacted() {
+    check(
+        r#"<add key="Password" value="hunter2"/>"#,
+        r#"<add key="Password" value="***"/>"#,
+    );
+    check(
+        r#"<property name="db.password" value="hunter2"/>"#,
+        r#"<property name="db.password" value="***"/>"#,
+    );
+    // Value first, other attributes kept, single quotes, blanks around `=`.
+    check(
+        r#"<add value='hunter2' id="7" key = 'ApiKey' />"#,
+        r#"<add value='***' id="7" key = 'ApiKey' />"#,
+    );
+    check(
+        r#"<input type="password" name="password" value="hunter2">"#,
+        r#"<input type="password" name="password" value="***">"#,
+    );
+    // Escaped inside a `Debug` string.
+    check(
+        r#"body: "<add key=\"ClientSecret\" value=\"hunter2\"/>""#,
+        r#"body: "<add key=\"ClientSecret\" value=\"***\"/>""#,
+    );
+    // Several in a row: each tag on its own.
+    check(
+        r#"<appSettings><add key="Region" value="eu"/><add key="Token" value="abc"/><add key="Timeout" value="30"/></appSettings>"#,
+        r#"<appSettings><add key="Region" value="eu"/><add key="Token" value="***"/><add key="Timeout" value="30"/></appSettings>"#,
+    );
+}
+
+/// S2 with the name apart from the value: an element whose `name`/`key` attribute names a
+/// secret holds it as text (`<param name="api_key">abc</param>`, Java properties XML
+/// `<entry key="password">…</entry>`).
+#[test]
+fn s2_xml_named_element_text_is_redacted() {
+    check(
+        r#"<param name="api_key">abc</param>"#,
+        r#"<param name="api_key">***</param>"#,
+    );
+    check(
+        "<entry key=\"db.password\">\n  hunter2\n</entry>",
+        "<entry key=\"db.password\">\n  ***\n</entry>",
+    );
+    // A `value` attribute holds it instead: the text is left alone.
+    check(
+        r#"<param name="token" value="abc">note</param>"#,
+        r#"<param name="token" value="***">note</param>"#,
+    );
+}
+
+/// S2 with the name apart from the value: JSON/Python/`Debug` objects listing
+/// `{name, value}` pairs (Kubernetes env lists, AWS parameter lists, HAR headers).
+#[test]
+fn s2_json_name_value_pair_password_is_redacted() {
+    check(
+        r#"{"name":"password","value":"hunter2"}"#,
+        r#"{"name":"password","value":"***"}"#,
+    );
+    check(
+        r#"{"Name": "API_KEY", "Value": "abc"}"#,
+        r#"{"Name": "API_KEY", "Value": "***"}"#,
+    );
+    check(
+        r#"[{"Name":"DB_PASSWORD","Value":"x1y2"},{"Name":"REGION","Value":"eu-west-1"}]"#,
+        r#"[{"Name":"DB_PASSWORD","Value":"***"},{"Name":"REGION","Value":"eu-west-1"}]"#,
+    );
+    check(
+        r#"{"key":"token","value":"x1y2"}"#,
+        r#"{"key":"token","value":"***"}"#,
+    );
+    // Value first, and other fields kept.
+    check(
+        r#"{"value": "hunter2", "type": "String", "name": "client_secret"}"#,
+        r#"{"value": "***", "type": "String", "name": "client_secret"}"#,
+    );
+    // HAR headers: the header names of S3 are secret names too.
+    check(
+        r#"{"name": "Authorization", "value": "Bearer abc.def"}"#,
+        r#"{"name": "Authorization", "value": "***"}"#,
+    );
+    // Python repr, Rust `Debug`, JSON inside a string.
+    check(
+        "{'name': 'password', 'value': 'hunter2'}",
+        "{'name': 'password', 'value': '***'}",
+    );
+    check(
+        r#"EnvVar { name: "DB_PASSWORD", value: Some("hunter2") }"#,
+        r#"EnvVar { name: "DB_PASSWORD", value: Some("***") }"#,
+    );
+    check(
+        r#"body: "{\"name\":\"password\",\"value\":\"hunter2\"}""#,
+        r#"body: "{\"name\":\"password\",\"value\":\"***\"}""#,
+    );
+    // A nested object under `value` is hidden whole; a nested `value` is not the sibling.
+    check(
+        r#"{"name":"token","meta":{"value":"v1"},"value":{"a":1}}"#,
+        r#"{"name":"token","meta":{"value":"v1"},"value":{***}}"#,
+    );
+    // A message that ends inside the value.
+    check(
+        r#"{"name":"password","value":"hunt"#,
+        r#"{"name":"password","value":"***"#,
+    );
+}
+
+/// S2: ordinary name/value pairs stay readable, a name that is no secret key by itself
+/// (`PWD`, a shell variable) stays as it is, and a secret name in one object or tag never
+/// hides the value of the next.
+#[test]
+fn s2_name_value_pairs_not_naming_a_secret_are_kept() {
+    unchanged(r#"{"name":"region","value":"eu-west-1"}"#);
+    unchanged(r#"<add key="Timeout" value="30"/>"#);
+    unchanged(r#"{"name":"PWD","value":"/home/x"}"#);
+    unchanged(r#"<add key="PWD" value="/home/x"/>"#);
+    unchanged(r#"{"name":"tokens_used","value":5} {"name":"password_hint","value":"pet"}"#);
+    unchanged(r#"{"filename":"token","value":"x"} {"key_name":"password","value":"x"}"#);
+    unchanged(r#"<param name="password_policy">strict</param>"#);
+    // The name in one object, the value in the next.
+    unchanged(r#"[{"name":"password"},{"name":"region","value":"eu"}]"#);
+    unchanged(r#"[{"name":"region","value":"eu"},{"name":"password"}]"#);
+    unchanged(r#"{"a":{"name":"password"},"value":"eu"}"#);
+    unchanged(r#"<add key="Password"/><add key="Region" value="eu"/>"#);
+    unchanged(r#"<add key="Region" value="eu"/><add key="Password"/>"#);
+    unchanged(r#"<add key="Password"/> value="eu""#);
+    unchanged(r#"<param name="token"/> text after"#);
+    // Prose.
+    unchanged("invalid value for name: password must be set");
+    unchanged("key password not found; value missing");
+}
+
 /// S2, S4: a secret holding a quote then a comma (`ab",x`): when it is quoted, the quote is
 /// escaped and the value is hidden whole; unquoted, the `",` run is followed by more value
 /// and stays in it. None of it leaks (pinned; these did not leak).
@@ -809,6 +943,41 @@ fn forms() -> Vec<Form> {
         ("S2 odbc pwd braced", QUOTED, |s| {
             format!("DSN=x;UID=u;PWD={{{}}};APP=y", s.replace('}', "}}"))
         }),
+        // A name field naming a secret, its value in a sibling field, either order.
+        (
+            "S2 xml key/value attributes",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'\\-]{8,24}"#,
+            |s| {
+                format!(
+                    r#"<add key="Region" value="eu"/><add key="Db.Password" value="{s}"/><add key="Timeout" value="30"/>"#
+                )
+            },
+        ),
+        (
+            "S2 xml value/name attributes",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&"\\-]{8,24}"#,
+            |s| format!("<property value='{s}' name='api_key'/>"),
+        ),
+        (
+            "S2 xml named element",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}>&'"\\-]{8,24}"#,
+            |s| format!(r#"<params><param name="secret">{s}</param></params>"#),
+        ),
+        ("S2 json name/value", QUOTED, |s| {
+            format!(
+                r#"[{{"Name":"REGION","Value":"eu"}},{{"Name":"DB_PASSWORD","Value":"{}"}}]"#,
+                escape(s, '"')
+            )
+        }),
+        ("S2 json value/key", QUOTED, |s| {
+            format!(
+                r#"{{"value": "{}", "key": "token", "n": 1}}"#,
+                escape(s, '"')
+            )
+        }),
+        ("S2 debug name/value", QUOTED, |s| {
+            format!("EnvVar {{ name: \"API_KEY\", value: Some({:?}) }}", s)
+        }),
         ("S3 bearer", WORD, |s| format!("Authorization: Bearer {s}")),
         ("S3 basic", HEADER, |s| {
             format!("Proxy-Authorization: Basic {s}")
@@ -861,7 +1030,8 @@ proptest! {
                 Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
                 Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
                 Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
-                Just("}}"),
+                Just("}}"), Just("name"), Just("key"), Just("value"), Just(" value="),
+                Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
             ],
             0..60,
         )

@@ -11,10 +11,10 @@ use std::ops::Range;
 
 /// How far a scan looks for the `<` that opens a tag, or the `>` that closes one. A start
 /// tag longer than this is not read as one: its attributes are then pairs as anywhere else.
-const TAG_WINDOW: usize = 1024;
+pub(super) const TAG_WINDOW: usize = 1024;
 
 /// A byte of an XML name (with a namespace prefix: `db:password`).
-fn is_name_byte(c: u8) -> bool {
+pub(super) fn is_name_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':')
 }
 
@@ -28,7 +28,7 @@ fn name_start(b: &[u8], key_start: usize) -> usize {
 
 /// Whether a `<` at `at` opens a tag: a name follows, and no word character comes before it,
 /// so a generic type (`Vec<Token>`, `Option<AccessToken>`) is no tag.
-fn opens_tag(b: &[u8], at: usize) -> bool {
+pub(super) fn opens_tag(b: &[u8], at: usize) -> bool {
     b.get(at) == Some(&b'<')
         && b.get(at + 1)
             .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')

@@ -68,6 +68,18 @@
 //!   on after it (another attribute, `>` or `/>`; otherwise the backslash is read as an
 //!   escape, which hides more). An unquoted value (`<x api_key=abc/>`, invalid XML but seen
 //!   in logs) ends at a blank, `>` or `/>`.
+//! - *Name and value apart*: a `name` or `key` field whose quoted value is a secret key
+//!   (by the rule above, see [`is_secret_key`]) hides the value of its sibling `value` field,
+//!   in either order, keeping both names and every other field:
+//!   `<add key="Password" value="hunter2"/>` → `<add key="Password" value="***"/>`,
+//!   `<property name="db.password" value="…"/>`, `{"Name": "DB_PASSWORD", "Value": "…"}`
+//!   (also HAR's `{"name": "Authorization", "value": "…"}`, Python dicts, `Debug` structs,
+//!   JSON inside a string). In XML, the sibling is an attribute of the same start tag or,
+//!   without one, the element's text when its closing tag follows (`<param name="api_key">
+//!   abc</param>`, `<entry key="password">…</entry>`); in an object, a member of the same
+//!   `{…}` (nested objects and lists are stepped over, so `value` in one object is never
+//!   hidden for a name in the next). `{"name": "region", "value": "eu"}` and `name="PWD"` are
+//!   kept. Looked for only in text holding a `<`, or a `{` and the word `value`.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
 //!   the next `key=` ends the value).
@@ -122,6 +134,7 @@
 
 mod connstr;
 mod markup;
+mod pairs;
 mod patterns;
 mod truncate;
 mod value;
@@ -220,10 +233,14 @@ struct Unavailable;
 fn redact_round(patterns: &patterns::Patterns, text: &str) -> Result<Option<String>, Unavailable> {
     let mut spans = Vec::new();
     // Same byte offsets as `text`; values are read from `text` itself.
-    let (lower, tags) = patterns::lowercase(text);
+    let (lower, marks) = patterns::lowercase(text);
+    let tags = marks.tags;
     key_value_spans(&patterns.key, text, &lower, tags, &mut spans);
     if tags {
         markup::element_spans(&patterns.element, text, &lower, &mut spans);
+    }
+    if pairs::may_hold_pairs(&lower, marks) {
+        pairs::pair_spans(&patterns.name_field, text, &lower, &mut spans);
     }
     shaped_spans(&patterns.shaped, text, &mut spans);
     redact(text, spans)

@@ -46,6 +46,16 @@ const KEY_THEN_SEPARATOR: &str = concat!(
 const ELEMENT_WITH_ATTRIBUTES: &str =
     concat!(r"(?-u)<[a-z0-9_.:-]*(?:", secret_words!(), r")[ \t\r\n]",);
 
+/// A `name` or `key` field whose quoted value is a secret key (`key="Password"`,
+/// `"Name": "DB_PASSWORD"`, `name: "api_key"`), the secret word closing the value.
+/// Lowercase only, as [`KEY_THEN_SEPARATOR`]. Run only on text that may hold
+/// such a pair (see `pairs.rs`), whose sibling `value` field is then hidden.
+const NAME_FIELD: &str = concat!(
+    r#"(?-u)(?:name|key)(?:\\?["'])?[ \t]*[:=][ \t]*\\?["'][a-z0-9_.:/-]*(?:"#,
+    secret_words!(),
+    r#")\\?["']"#,
+);
+
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
 /// part to hide: `url` (the userinfo of a URL), `pem` (a private key's body) or `tok`.
 const SHAPED: &str = concat!(
@@ -86,6 +96,8 @@ pub(super) struct Patterns {
     pub(super) shaped: Regex,
     /// [`ELEMENT_WITH_ATTRIBUTES`], matched against the lowercased text.
     pub(super) element: BytesRegex,
+    /// [`NAME_FIELD`], matched against the lowercased text.
+    pub(super) name_field: BytesRegex,
 }
 
 static PATTERNS: LazyLock<Result<Patterns, regex::Error>> = LazyLock::new(|| {
@@ -93,21 +105,32 @@ static PATTERNS: LazyLock<Result<Patterns, regex::Error>> = LazyLock::new(|| {
         key: BytesRegex::new(KEY_THEN_SEPARATOR)?,
         shaped: Regex::new(SHAPED)?,
         element: BytesRegex::new(ELEMENT_WITH_ATTRIBUTES)?,
+        name_field: BytesRegex::new(NAME_FIELD)?,
     })
 });
 
 /// The text in ASCII lowercase, which has the same byte offsets (so a match in it is a match
-/// in the text), and whether the text holds a `<` (without one, there is no XML to look at).
-/// One pass for both, which the compiler vectorises; bytes, as a `String` would have to be
-/// checked for UTF-8 again.
-pub(super) fn lowercase(text: &str) -> (Vec<u8>, bool) {
+/// in the text), and whether the text holds a `<` or a `{` (without one, there is no XML or
+/// no object to look at). One pass for all, which the compiler vectorises; bytes, as a
+/// `String` would have to be checked for UTF-8 again.
+pub(super) fn lowercase(text: &str) -> (Vec<u8>, Marks) {
     let mut lower = text.as_bytes().to_vec();
-    let mut tags = false;
+    let mut marks = Marks::default();
     for c in &mut lower {
-        tags |= *c == b'<';
+        marks.tags |= *c == b'<';
+        marks.braces |= *c == b'{';
         c.make_ascii_lowercase();
     }
-    (lower, tags)
+    (lower, marks)
+}
+
+/// Which of the bytes that open markup or an object a text holds, found by [`lowercase`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Marks {
+    /// A `<`: without one, there is no XML to look at.
+    pub(super) tags: bool,
+    /// A `{`: without one, there is no object (JSON, a dict, a `Debug` struct) to look in.
+    pub(super) braces: bool,
 }
 
 /// The compiled patterns, or `None` if any failed to compile.
@@ -128,12 +151,19 @@ mod tests {
         if let Err(e) = super::BytesRegex::new(super::ELEMENT_WITH_ATTRIBUTES) {
             panic!("element pattern: {e}");
         }
+        if let Err(e) = super::BytesRegex::new(super::NAME_FIELD) {
+            panic!("name field pattern: {e}");
+        }
         assert!(super::compiled().is_some());
     }
 
     #[test]
     fn key_patterns_are_lowercase_as_the_text_they_see() {
-        for pattern in [super::KEY_THEN_SEPARATOR, super::ELEMENT_WITH_ATTRIBUTES] {
+        for pattern in [
+            super::KEY_THEN_SEPARATOR,
+            super::ELEMENT_WITH_ATTRIBUTES,
+            super::NAME_FIELD,
+        ] {
             assert!(
                 !pattern.bytes().any(|b| b.is_ascii_uppercase()),
                 "{pattern}"

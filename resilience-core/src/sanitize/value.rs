@@ -43,10 +43,29 @@ const NOT_SECRETS: [&[u8]; 5] = [b"None", b"null", b"nil", b"true", b"false"];
 /// A final `...` counts as the end of the text: it is what S5 appends, and were it read as
 /// part of a value cut at the limit, sanitizing the result again would change it.
 pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> {
+    let b = without_ellipsis(text);
+    kept(b, found(b, start, kind)?)
+}
+
+/// Where the value starting at byte `start` of `text` ends (just past it, past its closing
+/// quote or bracket), whatever it holds: for scans that step over values. At least `start`.
+pub(super) fn end(text: &str, start: usize, kind: KeyKind) -> usize {
+    found(without_ellipsis(text), start, kind).map_or(start, |f| f.resume.max(start))
+}
+
+/// `text` without the `...` that S5 appends (see [`extent`]).
+pub(super) fn without_ellipsis(text: &str) -> &[u8] {
     let all = text.as_bytes();
-    let b = all.strip_suffix(ELLIPSIS.as_bytes()).unwrap_or(all);
+    all.strip_suffix(ELLIPSIS.as_bytes()).unwrap_or(all)
+}
+
+/// The value starting at `start` of `b`, empty or not; `None` past the end.
+fn found(b: &[u8], start: usize, kind: KeyKind) -> Option<Extent> {
+    if start > b.len() {
+        return None;
+    }
     if kind == KeyKind::Element {
-        return kept(b, element_text(b, start));
+        return Some(element_text(b, start));
     }
     let mut i = start;
     // Rust `Debug` of an `Option`: look inside `Some(…)`.
@@ -72,7 +91,7 @@ pub(super) fn extent(text: &str, start: usize, kind: KeyKind) -> Option<Extent> 
         _ if kind == KeyKind::Attribute => attribute_unquoted(b, i),
         _ => unquoted_word(b, i),
     };
-    kept(b, found)
+    Some(found)
 }
 
 /// `found`, unless it hides nothing (empty, or a marker such as `None`).
