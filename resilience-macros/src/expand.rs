@@ -39,8 +39,9 @@
 //! ```
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
-//! makes its single attempt through `P::sync_once` / `P::async_once`, which take the attempt
-//! by value: no loop, so its body may move its arguments as written (M4). In a retried fn,
+//! makes its single attempt through `P::sync_once` / `P::async_once` (`P::sync_once_with` /
+//! `P::async_once_with` when it names a classifier), which take the attempt by value: no
+//! loop, so its body may move its arguments as written (M4). In a retried fn,
 //! each attempt first shadows every by-value argument with a clone of it
 //! ([`fresh`](crate::fresh)), so the attempt only borrows the originals and its body may
 //! consume the clones; a non-`Clone` argument is an error on it (M4).
