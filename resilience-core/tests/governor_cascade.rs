@@ -120,18 +120,7 @@ fn g4_dependency_graph_warns_downstream_agents() {
 /// line), for exactly the cascade window after the upstream limit.
 #[test]
 fn g4_fast_path_grants_carry_the_downstream_warning_until_the_window_ends() {
-    let mut cfg = light_only();
-    // No release jitter and no recovery pacing: calm again as soon as the block ends.
-    cfg.retry_windows.windows = [(ms(0), ms(0)); 3];
-    cfg.retry_windows.recovery = ms(0);
-    let rig = Rig::new(cfg);
-    let up = rig.agent("up", Priority::P1);
-    let down = rig.agent("down", Priority::P1);
-    rig.gov.add_dependency(up, down).unwrap();
-    let g = go(rig.decide(up, &Request::read()));
-    let _ = rig
-        .gov
-        .observe(g, &Observation::new(429).with_header("retry-after", "1"));
+    let (rig, up, down) = downstream_of_a_limited_upstream();
     // The first of each pair takes the full path when maintenance is due; the second is on
     // the fast path.
     for (t, warned) in [
@@ -153,4 +142,37 @@ fn g4_fast_path_grants_carry_the_downstream_warning_until_the_window_ends() {
 fn g4_three_limits_with_the_first_exactly_30s_old_switch_sequential_mode_on() {
     let rig = Rig::new(light_only());
     limit_three(&rig, secs(15)); // asserts sequential mode
+}
+
+/// G4: a downstream agent's grants carry its upstream's limit for the cascade window after
+/// it, not at its end, on the full path too (maintenance due at that instant).
+#[test]
+fn g4_a_full_path_grant_at_the_end_of_the_warning_window_is_not_warned() {
+    let (rig, up, down) = downstream_of_a_limited_upstream();
+    for (t, warned) in [(secs(29), Some(up)), (secs(30), None)] {
+        rig.advance_to(t - S);
+        let _ = rig.gov.snapshot(rig.core); // the next sweep is due at `t`
+        rig.gov.heartbeat(up);
+        rig.advance_to(t);
+        let g = go(rig.decide(down, &Request::read()));
+        assert_eq!(g.upstream_limited(), warned, "at {t:?}");
+        rig.gov.release(g);
+    }
+}
+
+/// `down` depends on `up`, and `up` has just met a limit (Retry-After 1 s) at 0 s. No release
+/// jitter and no recovery pacing: calm again as soon as the block ends.
+fn downstream_of_a_limited_upstream() -> (Rig, AgentId, AgentId) {
+    let mut cfg = light_only();
+    cfg.retry_windows.windows = [(ms(0), ms(0)); 3];
+    cfg.retry_windows.recovery = ms(0);
+    let rig = Rig::new(cfg);
+    let up = rig.agent("up", Priority::P1);
+    let down = rig.agent("down", Priority::P1);
+    rig.gov.add_dependency(up, down).unwrap();
+    let g = go(rig.decide(up, &Request::read()));
+    let _ = rig
+        .gov
+        .observe(g, &Observation::new(429).with_header("retry-after", "1"));
+    (rig, up, down)
 }

@@ -328,31 +328,6 @@ fn g1_a_window_anchored_by_a_resumed_waiter_resets_on_time_even_under_a_second()
     );
 }
 
-/// G4: a downstream agent's grants carry its upstream's limit for the cascade window after
-/// it, not at its end, on the full path too (maintenance due at that instant).
-#[test]
-fn g4_a_full_path_grant_at_the_end_of_the_warning_window_is_not_warned() {
-    let mut cfg = light_only();
-    cfg.retry_windows.windows = [(ms(0), ms(0)); 3];
-    cfg.retry_windows.recovery = ms(0);
-    let rig = Rig::new(cfg);
-    let up = rig.agent("up", Priority::P1);
-    let down = rig.agent("down", Priority::P1);
-    rig.gov.add_dependency(up, down).unwrap();
-    let g = go(rig.decide(up, &Request::read()));
-    let limited = resilience_core::governor::Observation::new(429).with_header("retry-after", "1");
-    let _ = rig.gov.observe(g, &limited);
-    for (t, warned) in [(secs(29), Some(up)), (secs(30), None)] {
-        rig.advance_to(t - S);
-        let _ = rig.gov.snapshot(rig.core); // the next sweep is due at `t`
-        rig.gov.heartbeat(up);
-        rig.advance_to(t);
-        let g = go(rig.decide(down, &Request::read()));
-        assert_eq!(g.upstream_limited(), warned, "at {t:?}");
-        rig.gov.release(g);
-    }
-}
-
 /// G5 with a call bound much shorter than the 1 s sweep: a grant never settled whose slot is
 /// needed again is settled then. Made in a window that has ended since, it was counted
 /// there, so the new window's estimate does not pay for it.
