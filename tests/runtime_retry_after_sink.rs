@@ -66,6 +66,7 @@ struct World {
     sleeper: ManualSleeper,
     sink: Arc<RecordingSink>,
     write_sink: Arc<RecordingSink>,
+    reload_sink: Arc<RecordingSink>,
     governor: Arc<Governor>,
     core: ResourceId,
 }
@@ -82,6 +83,10 @@ fn world() -> &'static World {
         let write_sink = Arc::new(RecordingSink {
             heard: Mutex::default(),
             answer: Duration::from_secs(2),
+        });
+        let reload_sink = Arc::new(RecordingSink {
+            heard: Mutex::default(),
+            answer: Duration::from_secs(3),
         });
         let governor = Arc::new(
             Governor::builder()
@@ -102,6 +107,7 @@ fn world() -> &'static World {
             .async_sleeper(Arc::new(sleeper.clone()))
             .retry_after_sink("rt_recorded", sink.clone())
             .retry_after_sink("rt_write", write_sink.clone())
+            .retry_after_sink("rt_reloaded", reload_sink.clone())
             .retry_after_sink(
                 "rt_governed",
                 Arc::new(RetryAfterLink::new(governor.clone(), core, planner)),
@@ -115,6 +121,7 @@ fn world() -> &'static World {
             sleeper,
             sink,
             write_sink,
+            reload_sink,
             governor,
             core,
         }
@@ -264,4 +271,91 @@ fn r12_g6_a_write_runs_once_and_its_retry_after_reaches_the_sink_own_or_inherite
         ]
     );
     assert_eq!(slept_since(w, before), [], "a write never waits to retry");
+}
+
+static RELOADED_SITE_RUNS: AtomicU32 = AtomicU32::new(0);
+static RELOADED_SERVICE_RUNS: AtomicU32 = AtomicU32::new(0);
+/// How many more attempts of either fn fail before one succeeds (so the circuit, which
+/// counts consecutive failures, stays closed).
+static RELOADED_FAILS_LEFT: AtomicU32 = AtomicU32::new(0);
+
+fn reloaded_attempt(runs: &AtomicU32, hint: u64) -> Result<u32, GhError> {
+    runs.fetch_add(1, Ordering::SeqCst);
+    let fails = &RELOADED_FAILS_LEFT;
+    match fails.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)) {
+        Ok(_) => Err(GhError::Throttled(hint)),
+        Err(_) => Ok(1),
+    }
+}
+
+// A call site with a declared value (its own guard) and one on the service's own guard.
+#[retry_service_operation(service = "rt_reloaded", idempotent, max_attempts = 2, backoff = "none", classify = ByHint)]
+fn list_reloaded_site() -> Result<u32, GhError> {
+    reloaded_attempt(&RELOADED_SITE_RUNS, 5)
+}
+
+#[retry_service_operation(service = "rt_reloaded", idempotent, classify = ByHint)]
+fn list_reloaded_service() -> Result<u32, GhError> {
+    reloaded_attempt(&RELOADED_SERVICE_RUNS, 6)
+}
+
+#[test]
+fn r12_c13_a_reload_keeps_the_sink_of_every_guard_of_its_service() {
+    let (_turn, w) = turn();
+    let runs = |n: &AtomicU32| n.load(Ordering::SeqCst);
+    // Before: the site's declared 2 attempts are all it gets.
+    RELOADED_FAILS_LEFT.store(3, Ordering::SeqCst);
+    assert_eq!(list_reloaded_site(), Err(GhError::Throttled(5)));
+    assert_eq!(runs(&RELOADED_SITE_RUNS), 2);
+    RELOADED_FAILS_LEFT.store(0, Ordering::SeqCst);
+    assert_eq!(
+        list_reloaded_service(),
+        Ok(1),
+        "a success closes the failure run"
+    );
+    // The reload's JSON (the top layer, C13) gives the service 4 attempts, its site too;
+    // only this test's service is named, so the other tests' services keep their policies.
+    let overrides =
+        r#"{"rt_reloaded": {"retry": {"max_attempts": 4, "backoff_strategy": "none"}}}"#;
+    Runtime::global()
+        .reload(config_support::config(&[(
+            "CLEVERAGENTS_RETRY_SERVICE_OVERRIDES",
+            overrides,
+        )]))
+        .expect("a valid config");
+    let (site_before, service_before) = (runs(&RELOADED_SITE_RUNS), runs(&RELOADED_SERVICE_RUNS));
+    let heard_before = w.reload_sink.heard.lock().unwrap().len();
+    let before = w.sleeper.delays().len();
+    // Three failures, then the fourth attempt (which the reload allowed) succeeds.
+    RELOADED_FAILS_LEFT.store(3, Ordering::SeqCst);
+    assert_eq!(list_reloaded_site(), Ok(1));
+    RELOADED_FAILS_LEFT.store(3, Ordering::SeqCst);
+    assert_eq!(list_reloaded_service(), Ok(1));
+    assert_eq!(
+        runs(&RELOADED_SITE_RUNS) - site_before,
+        4,
+        "the reload applied"
+    );
+    assert_eq!(
+        runs(&RELOADED_SERVICE_RUNS) - service_before,
+        4,
+        "the reload applied"
+    );
+    // Both guards still hand every hint to the sink, and wait its answer (3 s), not the
+    // hints (5 s and 6 s).
+    let heard = w.reload_sink.heard.lock().unwrap()[heard_before..].to_vec();
+    let five = ("rt_reloaded".to_owned(), Duration::from_secs(5));
+    let six = ("rt_reloaded".to_owned(), Duration::from_secs(6));
+    assert_eq!(
+        heard,
+        [
+            five.clone(),
+            five.clone(),
+            five,
+            six.clone(),
+            six.clone(),
+            six
+        ]
+    );
+    assert_eq!(slept_since(w, before), [Duration::from_secs(3); 6]);
 }
