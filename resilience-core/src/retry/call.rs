@@ -198,6 +198,13 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     /// once an attempt actually waits, so an attempt that completes on its first poll costs
     /// no timer.
     ///
+    /// The deadline's start is read when the first attempt first returns `Pending` or fails,
+    /// not before its first poll: so the work the first attempt does synchronously before it
+    /// first waits (building a request, say) is not counted, where [`run`](Self::run) counts
+    /// all of it. This saves a clock read (~3 ns of the ~16 ns the success path costs) on
+    /// every call; it matters only for an attempt that blocks its thread before its first
+    /// `.await`, which an async operation should not do.
+    ///
     /// The returned [`RunAsync`] polls the first attempt in place, so a call that succeeds
     /// builds no loop driver.
     #[inline]
