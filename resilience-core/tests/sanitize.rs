@@ -501,6 +501,63 @@ fn s2_odbc_pwd_in_a_connection_string_is_redacted() {
     check("DSN=x;PWD={a;b", "DSN=x;PWD={***");
 }
 
+/// S2: in a connection string a value runs to the next `;`, so a password holding a space
+/// is hidden whole, under ODBC's `Pwd=` and ADO.NET's `Password=` alike. Without a `;` after
+/// it, to the end of the line (or a closing quote followed by a blank or the end).
+#[test]
+fn s2_odbc_pwd_with_a_space_is_hidden() {
+    check(
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=my pass;Encrypt=yes",
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=***;Encrypt=yes",
+    );
+    check(
+        "odbc: Server = h ; Pwd = my pass ; Database = d",
+        "odbc: Server = h ; Pwd = *** ; Database = d",
+    );
+    check(
+        "Server=tcp:h,1433;User Id=u;Password=my pass;Encrypt=true",
+        "Server=tcp:h,1433;User Id=u;Password=***;Encrypt=true",
+    );
+    check(
+        "Pwd=my pass word;Server=h (08001)",
+        "Pwd=***;Server=h (08001)",
+    );
+    // The last pair: to the end of the line, or the quote closing the string it is in.
+    check(
+        "DSN=x;UID=u;PWD=my pass\nnext line",
+        "DSN=x;UID=u;PWD=***\nnext line",
+    );
+    check(
+        "DSN=x;UID=u;PWD=my pass failed (08001)",
+        "DSN=x;UID=u;PWD=***",
+    );
+    check(
+        r#"open "Data Source=h;Password=my pass" failed"#,
+        r#"open "Data Source=h;Password=***" failed"#,
+    );
+    check(
+        "conn='Server=h;Pwd=my pass', retrying",
+        "conn='Server=h;Pwd=***', retrying",
+    );
+}
+
+/// S2: outside a connection string a value is still one word (prose keeps its words).
+#[test]
+fn s2_a_password_outside_a_connection_string_is_one_word() {
+    check(
+        "password=abc retrying in 3s; server busy",
+        "password=*** retrying in 3s; server busy",
+    );
+    check(
+        "host=h password=abc dbname=d",
+        "host=h password=*** dbname=d",
+    );
+    check(
+        "cd /tmp; password=abc def; ls",
+        "cd /tmp; password=*** def; ls",
+    );
+}
+
 /// S2: outside a connection string, `PWD=` is a shell's working directory and is kept, as
 /// are ODBC's other keys.
 #[test]
@@ -865,6 +922,9 @@ const WORD: &str =
 /// [`WORD`] without `>`, which ends an unquoted attribute value.
 const WORD_NO_GT: &str =
     r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
+/// A connection-string value with blanks inside (no `;`, which ends it, and no quote, which
+/// may close the string the connection string is in).
+const SPACED: &str = r"[A-Za-z0-9!#$%+./:@^_~-]{2,8}( [A-Za-z0-9!#$%+./:@^_~-]{1,8}){1,2}";
 /// A header value: anything printable but quotes (a leading quote would make it a quoted value).
 const HEADER: &str = r"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-]{8,24}";
 /// A quoted secret: anything printable, spaces and quotes included (each form escapes it).
@@ -938,6 +998,16 @@ fn forms() -> Vec<Form> {
         ),
         ("S2 odbc pwd", "[A-Za-z0-9!#$%+./:@^_~-]{8,24}", |s| {
             format!("Driver={{ODBC Driver 18}};Server=h;Uid=sa;Pwd={s};Encrypt=yes")
+        }),
+        // Unbraced with blanks inside: in a connection string the value runs to the `;`.
+        ("S2 odbc pwd spaced", SPACED, |s| {
+            format!("Driver={{ODBC Driver 18}};Server=h;Uid=sa;Pwd={s};Encrypt=yes")
+        }),
+        ("S2 ado password spaced", SPACED, |s| {
+            format!("Server=tcp:h,1433;User Id=u;Password={s};Encrypt=true")
+        }),
+        ("S2 odbc pwd spaced last", SPACED, |s| {
+            format!("DSN=x;UID=u;PWD={s}")
         }),
         // Braced: anything, `;` and `}` included (doubled, as ODBC escapes it).
         ("S2 odbc pwd braced", QUOTED, |s| {
@@ -1032,6 +1102,7 @@ proptest! {
                 Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
                 Just("}}"), Just("name"), Just("key"), Just("value"), Just(" value="),
                 Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
+                Just("Password="), Just("my pass"), Just("Uid=u;"), Just("Pwd=a b;"),
             ],
             0..60,
         )

@@ -39,8 +39,37 @@ pub(super) fn pwd_value(text: &str, start: usize, matched: &[u8]) -> Option<Exte
     if separator.next() != Some(&b'=') || separator.next().is_some() {
         return None;
     }
-    let found = value::extent(text, start + matched.len(), KeyKind::Odbc)?;
+    let found = value::extent(text, start + matched.len(), KeyKind::Connection)?;
     in_connection_string(b, start, found.resume).then_some(found)
+}
+
+/// The value of another secret key (`Password=`, `Token=`) whose one-word value is `word`
+/// (what [`KeyKind::Word`] found from `value_start`; the key's name ends there, and its last
+/// part starts at `key_start`): in a connection string, the value runs to the next `;`, so
+/// `Server=h;Password=my pass;` hides `my pass`. Elsewhere, the word.
+pub(super) fn widened(
+    text: &str,
+    key_start: usize,
+    value_start: usize,
+    word: Option<Extent>,
+) -> Option<Extent> {
+    let Some(wide) = value::extent(text, value_start, KeyKind::Connection) else {
+        return word;
+    };
+    if word.as_ref().is_some_and(|w| w.hide == wide.hide) {
+        return word;
+    }
+    let b = text.as_bytes();
+    // Back to the start of the whole name (`DB_Password`, `User Password`).
+    let name = b[..key_start]
+        .iter()
+        .rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')))
+        .map_or(0, |p| p + 1);
+    if in_connection_string(b, name, wide.resume) {
+        Some(wide)
+    } else {
+        word
+    }
 }
 
 /// Whether the run of `;`-separated pairs holding the pair at `pair_start..pair_end` has a

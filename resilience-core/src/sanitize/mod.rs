@@ -53,8 +53,9 @@
 //!   closing punctuation (`"` `'` `,` `;` `&` `)` `]` `}` `>`) that is followed by
 //!   whitespace, the end, or another `key=`; punctuation inside the word is part of the
 //!   value, so `password=a,b;c` is hidden whole while `password=x&user=bob` keeps
-//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. An unquoted
-//!   password containing a space cannot be told apart from prose and leaks after the space.
+//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. Outside a connection
+//!   string (below), an unquoted password containing a space cannot be told apart from
+//!   prose and leaks after the space.
 //! - *XML*: an element named like a secret key, `<password>abc</password>` or
 //!   `<db:password>`, is a pair whose value is the element's text up to the next tag (blanks
 //!   around it kept; a `<![CDATA[…]]>` section's content), or to the end when no tag follows.
@@ -82,7 +83,15 @@
 //!   kept. Looked for only in text holding a `<`, or a `{` and the word `value`.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
-//!   the next `key=` ends the value).
+//!   the next `key=` ends the value). In a connection string (a `;`-separated run of
+//!   `key=value` pairs holding one of the keys listed under `Pwd=` below), an unquoted value
+//!   after a secret key and a lone `=` runs to the next `;`, blanks inside included, blanks
+//!   before the `;` kept: `Server=h;Uid=sa;Pwd=my pass;` → `…;Pwd=***;`, and the same for
+//!   `Password=`. The last pair's value, with no `;` after it, runs to the end of the line,
+//!   or to a quote followed by a blank, the end or closing punctuation (the end of the string
+//!   the connection string is in): `"Data Source=h;Password=my pass" failed` →
+//!   `"Data Source=h;Password=***" failed`, but `DSN=x;PWD=my pass failed (08001)` loses
+//!   ` failed (08001)` too. A password holding a quote then a blank leaks after it.
 //! - *ODBC's `Pwd=`* is a secret key only in a connection string, since a shell's
 //!   `PWD=/home/me` is no secret: where its `;`-separated run of `key=value` pairs also has
 //!   a `Driver`, `DSN`, `FileDSN`, `Server`, `Uid`, `User Id`, `Data Source`, `Database`,
@@ -299,7 +308,24 @@ fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Opti
     } else {
         KeyKind::Word
     };
-    value::extent(text, end, kind)
+    let found = value::extent(text, end, kind);
+    if kind == KeyKind::Word && sep == Some(&b'=') && is_plain_assignment(matched) {
+        // `Password=` in a connection string: the value runs to the next `;`.
+        return connstr::widened(text, start, end, found);
+    }
+    found
+}
+
+/// Whether `matched` is a bare key and a lone `=` (`Password = `, not `"password"=`,
+/// `token:=` or `key=>`).
+fn is_plain_assignment(matched: &[u8]) -> bool {
+    is_bare_key(matched)
+        && matched
+            .iter()
+            .rev()
+            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'=' | b':' | b'>'))
+            .filter(|&&c| c != b' ' && c != b'\t')
+            .eq([&b'='])
 }
 
 /// Whether the key in `matched` is not quoted (`password=`, not `"password"=`).
