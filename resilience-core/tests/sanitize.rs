@@ -705,6 +705,44 @@ fn s2_json_name_value_pair_password_is_redacted() {
     );
 }
 
+/// S2 with the name apart from the value: CloudFormation's parameter lists,
+/// `{"ParameterKey": …, "ParameterValue": …}`, in either order.
+#[test]
+fn s2_cloudformation_parameter_pairs_are_redacted() {
+    check(
+        r#"{"ParameterKey":"DbPassword","ParameterValue":"x1y2"}"#,
+        r#"{"ParameterKey":"DbPassword","ParameterValue":"***"}"#,
+    );
+    check(
+        r#"[{"ParameterKey": "Env", "ParameterValue": "prod"}, {"ParameterValue": "hunter2", "ParameterKey": "MasterUserPassword", "UsePreviousValue": false}]"#,
+        r#"[{"ParameterKey": "Env", "ParameterValue": "prod"}, {"ParameterValue": "***", "ParameterKey": "MasterUserPassword", "UsePreviousValue": false}]"#,
+    );
+    check(
+        r#"body: "{\"ParameterKey\":\"ApiToken\",\"ParameterValue\":\"abc\"}""#,
+        r#"body: "{\"ParameterKey\":\"ApiToken\",\"ParameterValue\":\"***\"}""#,
+    );
+    unchanged(r#"{"ParameterKey":"DbPasswordLength","ParameterValue":"16"}"#);
+    unchanged(r#"{"ParameterKey":"Env","ParameterValue":"password"}"#);
+    unchanged(r#"{"OtherKey":"DbPassword","ParameterValue":"x"}"#);
+}
+
+/// S2 with the name apart from the value: an HTML `<meta>` tag holds its value in `content`
+/// (`<meta name="csrf-token" content="…">`, Rails and Laravel pages).
+#[test]
+fn s2_html_meta_csrf_token_is_redacted() {
+    check(
+        r#"<meta name="csrf-token" content="Zm9vYmFy==">"#,
+        r#"<meta name="csrf-token" content="***">"#,
+    );
+    check(
+        r#"<head><meta content='abc' name='csrf-token' /><title>x</title>"#,
+        r#"<head><meta content='***' name='csrf-token' /><title>x</title>"#,
+    );
+    unchanged(r#"<meta name="csrf-param" content="authenticity_token">"#);
+    unchanged(r#"<meta name="description" content="token shop">"#);
+    unchanged(r#"<div name="csrf-token" content="x">"#);
+}
+
 /// S2: ordinary name/value pairs stay readable, a name that is no secret key by itself
 /// (`PWD`, a shell variable) stays as it is, and a secret name in one object or tag never
 /// hides the value of the next.
@@ -1045,6 +1083,18 @@ fn forms() -> Vec<Form> {
                 escape(s, '"')
             )
         }),
+        ("S2 cloudformation parameter", QUOTED, |s| {
+            format!(
+                r#"[{{"ParameterKey":"Env","ParameterValue":"prod"}},{{"ParameterKey":"DbPassword","ParameterValue":"{}"}}]"#,
+                escape(s, '"')
+            )
+        }),
+        // A `content` attribute value: anything but its own quote.
+        (
+            "S2 html meta content",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'\\-]{8,24}"#,
+            |s| format!(r#"<head><meta name="csrf-token" content="{s}"><title>t</title>"#),
+        ),
         ("S2 debug name/value", QUOTED, |s| {
             format!("EnvVar {{ name: \"API_KEY\", value: Some({:?}) }}", s)
         }),
@@ -1102,6 +1152,8 @@ proptest! {
                 Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
                 Just("}}"), Just("name"), Just("key"), Just("value"), Just(" value="),
                 Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
+                Just("<meta name=\"csrf-token\" "), Just("content="),
+                Just("{\"ParameterKey\":\"DbPassword\","), Just("\"ParameterValue\":"),
                 Just("Password="), Just("my pass"), Just("Uid=u;"), Just("Pwd=a b;"),
             ],
             0..60,

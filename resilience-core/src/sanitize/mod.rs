@@ -80,7 +80,10 @@
 //!   abc</param>`, `<entry key="password">…</entry>`); in an object, a member of the same
 //!   `{…}` (nested objects and lists are stepped over, so `value` in one object is never
 //!   hidden for a name in the next). `{"name": "region", "value": "eu"}` and `name="PWD"` are
-//!   kept. Looked for only in text holding a `<`, or a `{` and the word `value`.
+//!   kept. An HTML `<meta>` tag holds its value in `content`: `<meta name="csrf-token"
+//!   content="…">` hides the token. CloudFormation's `{"ParameterKey": "DbPassword",
+//!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way. Looked
+//!   for only in text holding a `<`, or a `{` and the word `value`.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
 //!   the next `key=` ends the value). In a connection string (a `;`-separated run of

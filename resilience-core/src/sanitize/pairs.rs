@@ -45,8 +45,11 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         if start < hidden_to {
             continue;
         }
+        // CloudFormation's `ParameterKey`, whose sibling is `ParameterValue`.
+        let prefix = parameter_prefix(lower, start, m.as_bytes());
+        let field = start - prefix.len();
         // The whole field name: not `filename` or `api_key`.
-        if start > 0 && (is_word_byte(b[start - 1]) || matches!(b[start - 1], b'-' | b'.')) {
+        if field > 0 && (is_word_byte(b[field - 1]) || matches!(b[field - 1], b'-' | b'.')) {
             continue;
         }
         let Some(sep) = m.as_bytes().iter().position(|&c| c == b'=' || c == b':') else {
@@ -62,7 +65,7 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
             .then(|| tag_open(b, start))
             .flatten();
         let attribute = tag.is_some();
-        let scope = tag.or_else(|| enclosing_brace(b, key_start(b, start)));
+        let scope = tag.or_else(|| enclosing_brace(b, key_start(b, field)));
         let Some(open) = scope else {
             continue;
         };
@@ -73,12 +76,32 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         let hide = if attribute {
             tag_value(text, open)
         } else {
-            object_value(text, open)
+            object_value(text, open, value_field(prefix))
         };
         if let Some(hide) = hide {
             hidden_to = hidden_to.max(hide.end);
             spans.push(hide);
         }
+    }
+}
+
+/// `parameter` when the name field matched at `start` (`field`, the match) is
+/// CloudFormation's `ParameterKey`; else empty.
+fn parameter_prefix<'a>(lower: &'a [u8], start: usize, field: &[u8]) -> &'a [u8] {
+    const PARAMETER: &[u8] = b"parameter";
+    match lower[..start].strip_suffix(PARAMETER) {
+        Some(_) if field.starts_with(b"key") => &lower[start - PARAMETER.len()..start],
+        _ => b"",
+    }
+}
+
+/// The name of the value field paired with a name field after `prefix`: `value`, or
+/// `parametervalue` for `ParameterKey` (compared without case).
+fn value_field(prefix: &[u8]) -> &'static [u8] {
+    if prefix.is_empty() {
+        b"value"
+    } else {
+        b"parametervalue"
     }
 }
 
@@ -131,8 +154,9 @@ fn tag_open(b: &[u8], at: usize) -> Option<usize> {
     None
 }
 
-/// In the start tag opening at `open`: the value of its `value` attribute; without one, the
-/// element's text when a closing tag of the same name follows it (or the text ends).
+/// In the start tag opening at `open`: the value of its `value` attribute (`content` in a
+/// `<meta>` tag); without one, the element's text when a closing tag of the same name follows
+/// it (or the text ends).
 fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
     let b = text.as_bytes();
     let name = open + 1
@@ -142,6 +166,11 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
                 .iter()
                 .take_while(|&&c| is_name_byte(c))
                 .count();
+    let value_attribute: &[u8] = if b[name.clone()].eq_ignore_ascii_case(b"meta") {
+        b"content"
+    } else {
+        b"value"
+    };
     let window = up_to(text, open.saturating_add(TAG_WINDOW));
     let all = b;
     let b = window.as_bytes();
@@ -177,7 +206,7 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
             .iter()
             .take_while(|c| c.is_ascii_whitespace())
             .count();
-        if value_at.is_none() && b[attr].eq_ignore_ascii_case(b"value") {
+        if value_at.is_none() && b[attr].eq_ignore_ascii_case(value_attribute) {
             value_at = Some(j);
         }
         j = value::end(window, j, KeyKind::Attribute).max(j);
@@ -235,9 +264,9 @@ fn enclosing_brace(b: &[u8], at: usize) -> Option<usize> {
     None
 }
 
-/// The value of the `value` member of the object opening at `open`, if it has one (quoted
-/// or not: `"value":`, `'value':`, `\"value\":`, `value:`).
-fn object_value(text: &str, open: usize) -> Option<Range<usize>> {
+/// The value of the `value` member (named `field`) of the object opening at `open`, if it
+/// has one (quoted or not: `"value":`, `'value':`, `\"value\":`, `value:`).
+fn object_value(text: &str, open: usize, field: &[u8]) -> Option<Range<usize>> {
     let window = up_to(text, open.saturating_add(WINDOW));
     let b = window.as_bytes();
     let hi = b.len();
@@ -263,7 +292,7 @@ fn object_value(text: &str, open: usize) -> Option<Range<usize>> {
             None
         };
         if let Some((_, key)) = key {
-            if key.eq_ignore_ascii_case(b"value") {
+            if key.eq_ignore_ascii_case(field) {
                 if let Some(at) = after_separator(b, j) {
                     return value::extent(text, at, KeyKind::Word).map(|e| e.hide);
                 }
