@@ -519,6 +519,15 @@ fn s2_odbc_pwd_with_a_space_is_hidden() {
         "Server=tcp:h,1433;User Id=u;Password=***;Encrypt=true",
     );
     check(
+        "Data Source=h;Passphrase=correct horse battery;",
+        "Data Source=h;Passphrase=***;",
+    );
+    // Other secret keys hold generated values, without blanks: one word, as elsewhere.
+    check(
+        "Server=h;Token=abc def;Database=d",
+        "Server=h;Token=*** def;Database=d",
+    );
+    check(
         "Pwd=my pass word;Server=h (08001)",
         "Pwd=***;Server=h (08001)",
     );

@@ -88,10 +88,7 @@ fn in_connection_string(b: &[u8], pair_start: usize, pair_end: usize) -> bool {
             break;
         }
         let end = at - 1;
-        let begin = b[lo..end]
-            .iter()
-            .rposition(|&c| matches!(c, b';' | b'\n' | b'\r'))
-            .map_or(lo, |p| lo + p + 1);
+        let begin = memchr::memrchr3(b';', b'\n', b'\r', &b[lo..end]).map_or(lo, |p| lo + p + 1);
         match has_key(&b[begin..end]) {
             Some(true) => return true,
             Some(false) => at = begin,
@@ -107,10 +104,7 @@ fn in_connection_string(b: &[u8], pair_start: usize, pair_end: usize) -> bool {
             break;
         }
         let begin = at + 1;
-        let end = b[begin..hi]
-            .iter()
-            .position(|&c| matches!(c, b';' | b'\n' | b'\r'))
-            .map_or(hi, |p| begin + p);
+        let end = memchr::memchr3(b';', b'\n', b'\r', &b[begin..hi]).map_or(hi, |p| begin + p);
         match has_key(&b[begin..end]) {
             Some(true) => return true,
             Some(false) => at = end,
@@ -129,7 +123,7 @@ fn is_blank(c: u8) -> bool {
 /// an `=` (so `error: Driver={…}` and `conn="Data Source=h` have one).
 fn has_key(segment: &[u8]) -> Option<bool> {
     let mut pair = false;
-    for (eq, _) in segment.iter().enumerate().filter(|(_, &c)| c == b'=') {
+    for eq in memchr::memchr_iter(b'=', segment) {
         pair = true;
         let before = &segment[..eq];
         let key_start = before

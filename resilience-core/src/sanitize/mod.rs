@@ -87,14 +87,16 @@
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
 //!   the next `key=` ends the value). In a connection string (a `;`-separated run of
-//!   `key=value` pairs holding one of the keys listed under `Pwd=` below), an unquoted value
-//!   after a secret key and a lone `=` runs to the next `;`, blanks inside included, blanks
-//!   before the `;` kept: `Server=h;Uid=sa;Pwd=my pass;` → `…;Pwd=***;`, and the same for
-//!   `Password=`. The last pair's value, with no `;` after it, runs to the end of the line,
-//!   or to a quote followed by a blank, the end or closing punctuation (the end of the string
-//!   the connection string is in): `"Data Source=h;Password=my pass" failed` →
-//!   `"Data Source=h;Password=***" failed`, but `DSN=x;PWD=my pass failed (08001)` loses
-//!   ` failed (08001)` too. A password holding a quote then a blank leaks after it.
+//!   `key=value` pairs holding one of the keys listed under `Pwd=` below), the unquoted value
+//!   of a password key (`…password`, `…passwd`, `…passphrase`, ODBC's `Pwd`) after a lone `=`
+//!   runs to the next `;`, blanks inside included, blanks before the `;` kept:
+//!   `Server=h;Uid=sa;Pwd=my pass;` → `…;Pwd=***;`, and the same for `Password=`. The last
+//!   pair's value, with no `;` after it, runs to the end of the line, or to a quote followed
+//!   by a blank, the end or closing punctuation (the end of the string the connection string
+//!   is in): `"Data Source=h;Password=my pass" failed` → `"Data Source=h;Password=***"
+//!   failed`, but `DSN=x;PWD=my pass failed (08001)` loses ` failed (08001)` too. A password
+//!   holding a quote then a blank leaks after it; other secret keys hold generated values
+//!   and keep the one-word rule there too (`Token=abc def;` would leak `def`).
 //! - *ODBC's `Pwd=`* is a secret key only in a connection string, since a shell's
 //!   `PWD=/home/me` is no secret: where its `;`-separated run of `key=value` pairs also has
 //!   a `Driver`, `DSN`, `FileDSN`, `Server`, `Uid`, `User Id`, `Data Source`, `Database`,
@@ -312,8 +314,14 @@ fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Opti
         KeyKind::Word
     };
     let found = value::extent(text, end, kind);
-    if kind == KeyKind::Word && sep == Some(&b'=') && is_plain_assignment(matched) {
-        // `Password=` in a connection string: the value runs to the next `;`.
+    if kind == KeyKind::Word
+        && matched.starts_with(b"pass")
+        && sep == Some(&b'=')
+        && is_plain_assignment(matched)
+    {
+        // `Password=` in a connection string: the value runs to the next `;`. Only for a
+        // password (`pass` starts `password`, `passwd` and `passphrase`): a human-chosen
+        // secret may hold a blank, a generated token or key does not.
         return connstr::widened(text, start, end, found);
     }
     found

@@ -292,18 +292,15 @@ fn to_line_end(b: &[u8], from: usize) -> Extent {
 /// it kept, or up to a quote followed by a blank, the end or closing punctuation (it closes
 /// the string holding the connection string: `"Server=h;Pwd=my pass"`).
 fn to_semicolon(b: &[u8], from: usize) -> Extent {
-    let mut j = from;
-    while let Some(&c) = b.get(j) {
-        match c {
-            b';' | b'\n' | b'\r' => break,
-            b'"' | b'\''
-                if b.get(j + 1)
-                    .is_none_or(|&n| n.is_ascii_whitespace() || is_closer(n)) =>
-            {
-                break
-            }
-            _ => j += 1,
-        }
+    let mut j = memchr::memchr3(b';', b'\n', b'\r', &b[from..]).map_or(b.len(), |p| from + p);
+    let closing = memchr::memchr2_iter(b'"', b'\'', &b[from..j])
+        .map(|p| from + p)
+        .find(|&q| {
+            b.get(q + 1)
+                .is_none_or(|&n| n.is_ascii_whitespace() || is_closer(n))
+        });
+    if let Some(q) = closing {
+        j = q;
     }
     let blanks = b[from..j]
         .iter()
