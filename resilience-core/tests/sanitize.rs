@@ -714,6 +714,61 @@ fn s2_json_name_value_pair_password_is_redacted() {
     );
 }
 
+/// S2 with the name apart from the value, in YAML block mappings: a Kubernetes env list
+/// (`- name: DB_PASSWORD` then `value: …` on the next line), CloudFormation's parameters.
+#[test]
+fn s2_yaml_name_value_block_is_redacted() {
+    check(
+        "env:\n- name: DB_PASSWORD\n  value: hunter2\n- name: REGION\n  value: eu-west-1",
+        "env:\n- name: DB_PASSWORD\n  value: ***\n- name: REGION\n  value: eu-west-1",
+    );
+    check(
+        "spec:\n  env:\n    - name: API_TOKEN\n      value: \"a b c\"\n    - name: X\n      value: y\n",
+        "spec:\n  env:\n    - name: API_TOKEN\n      value: \"***\"\n    - name: X\n      value: y\n",
+    );
+    // A plain scalar runs to the end of its line, blanks inside included.
+    check(
+        "- name: db_password\r\n  value: my pass word\r\n",
+        "- name: db_password\r\n  value: ***\r\n",
+    );
+    // Other keys, comments and nested blocks between name and value.
+    check(
+        "- name: CLIENT_SECRET\n  # from vault\n  meta:\n    value: v1\n  value: s3cr3t",
+        "- name: CLIENT_SECRET\n  # from vault\n  meta:\n    value: v1\n  value: ***",
+    );
+    // A block scalar: the lines under it.
+    check(
+        "- name: private_key\n  value: |\n    line one\n    line two\n- name: x",
+        "- name: private_key\n  value: |\n    ***\n- name: x",
+    );
+    // CloudFormation, YAML form; `key:` as the name field.
+    check(
+        "Parameters:\n  - ParameterKey: DbPassword\n    ParameterValue: hunter2\n",
+        "Parameters:\n  - ParameterKey: DbPassword\n    ParameterValue: ***\n",
+    );
+    check(
+        "- key: api_key\n  value: abc123",
+        "- key: api_key\n  value: ***",
+    );
+}
+
+/// S2: YAML name/value blocks that name no secret, `valueFrom`, and a value in the next item
+/// are kept.
+#[test]
+fn s2_yaml_name_value_blocks_not_naming_a_secret_are_kept() {
+    unchanged("- name: REGION\n  value: eu-west-1");
+    unchanged("- name: PWD\n  value: /home/x");
+    unchanged("- name: password_hint\n  value: pet");
+    unchanged(
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
+    );
+    unchanged("- name: DB_PASSWORD\n- name: REGION\n  value: eu");
+    unchanged("env:\n  - name: TOKEN\n  - value: x\n");
+    unchanged("- name: TOKEN\n  items:\n  - value: x\n");
+    unchanged("username: password\nvalue: x");
+    unchanged("the name: password\nvalue: x");
+}
+
 /// S2 with the name apart from the value: CloudFormation's parameter lists,
 /// `{"ParameterKey": …, "ParameterValue": …}`, in either order.
 #[test]
@@ -1104,6 +1159,23 @@ fn forms() -> Vec<Form> {
             r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'\\-]{8,24}"#,
             |s| format!(r#"<head><meta name="csrf-token" content="{s}"><title>t</title>"#),
         ),
+        // A YAML plain scalar: anything but a leading quote or bracket (a quoted or flow
+        // value), `|`/`>` (a block) or `#`; blanks inside.
+        (
+            "S2 yaml name/value",
+            r#"[A-Za-z0-9!$%+,./:;=?@^_~()&-][A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'"\\-]{7,23}"#,
+            |s| {
+                format!(
+                    "\nenv:\n- name: REGION\n  value: eu\n- name: DB_PASSWORD\n  value: {s}\n- name: X\n  value: y\n"
+                )
+            },
+        ),
+        ("S2 yaml cloudformation", QUOTED, |s| {
+            format!(
+                "\n  - ParameterKey: MasterUserPassword\n    ParameterValue: \"{}\"\n",
+                escape(s, '"')
+            )
+        }),
         ("S2 debug name/value", QUOTED, |s| {
             format!("EnvVar {{ name: \"API_KEY\", value: Some({:?}) }}", s)
         }),
@@ -1163,6 +1235,8 @@ proptest! {
                 Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
                 Just("<meta name=\"csrf-token\" "), Just("content="),
                 Just("{\"ParameterKey\":\"DbPassword\","), Just("\"ParameterValue\":"),
+                Just("\n- name: DB_PASSWORD"), Just("\n  value: "), Just("\n  valueFrom:"),
+                Just("  "), Just("|"), Just("\r"), Just("- key: token"),
                 Just("Password="), Just("my pass"), Just("Uid=u;"), Just("Pwd=a b;"),
             ],
             0..60,
@@ -1231,5 +1305,36 @@ fn s2_is_secret_key_follows_the_key_rule() {
         "",
     ] {
         assert!(!is_secret_key(key), "{key}");
+    }
+}
+
+/// S2: hostile input shaped like the YAML and connection-string forms is still sanitized in
+/// linear time (every scan is bounded, and a name field inside an earlier one's scan at its
+/// column is skipped).
+#[test]
+fn s2_yaml_and_connection_string_scans_stay_linear() {
+    let staircase: String = (0..2_500)
+        .map(|i| format!("{}name: password\n", " ".repeat(i % 64)))
+        .collect();
+    let inputs = [
+        "name: password\n".repeat(8_000),
+        "- name: password\n".repeat(7_000),
+        staircase,
+        format!("- name: token\n  value: |\n{}", "    x\n".repeat(20_000)),
+        "Server=h;Pwd=a b;".repeat(7_000),
+        "Server=h;Password=a b;".repeat(6_000),
+        "- ParameterKey: DbPassword\n".repeat(4_500),
+    ];
+    for input in &inputs {
+        let started = std::time::Instant::now();
+        let out = sanitize(input);
+        let took = started.elapsed();
+        assert!(out.chars().count() <= MAX_CHARS + 3);
+        eprintln!("{} bytes: {took:?}", input.len());
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{took:?} on {} bytes",
+            input.len()
+        );
     }
 }

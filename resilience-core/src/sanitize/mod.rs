@@ -84,6 +84,19 @@
 //!   content="…">` hides the token. CloudFormation's `{"ParameterKey": "DbPassword",
 //!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way. Looked
 //!   for only in text holding a `<`, or a `{` and the word `value`.
+//! - *Name and value apart, in YAML*: a block mapping whose `name:` or `key:` (or
+//!   `ParameterKey:`) line names a secret key hides its `value:` (`ParameterValue:`) key's
+//!   value, a later line of the same mapping (indented to the same column, before a line
+//!   indented less): `- name: DB_PASSWORD` / `  value: hunter2` → `  value: ***`, a
+//!   Kubernetes env list. The name must start its line (after blanks and an optional `- `),
+//!   be alone on it, quoted or not, and follow its colon at once (`name :` is not looked
+//!   for). A plain value runs to the end of its line, blanks
+//!   inside included (a trailing `# comment` is hidden with it); a quoted one is hidden
+//!   inside its quotes; a block scalar (`|`, `>`) or a value on the lines below hides those
+//!   lines. `valueFrom:` is another key and is kept. Looked for only in text holding a line
+//!   break and a `name:` or `key:`. Still not seen: `value:` written before `name:` (`kubectl` prints `name` first),
+//!   YAML whose line breaks are escaped (`\n` inside a JSON string), a mapping indented 64
+//!   columns or more, and a value more than 1024 bytes after its name line.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
 //!   the next `key=` ends the value). In a connection string (a `;`-separated run of
@@ -152,6 +165,7 @@ mod pairs;
 mod patterns;
 mod truncate;
 mod value;
+mod yaml;
 
 pub use truncate::MAX_CHARS;
 
@@ -255,6 +269,9 @@ fn redact_round(patterns: &patterns::Patterns, text: &str) -> Result<Option<Stri
     }
     if pairs::may_hold_pairs(&lower, marks) {
         pairs::pair_spans(&patterns.name_field, text, &lower, &mut spans);
+    }
+    if marks.lines && yaml::may_hold_names(&lower) {
+        yaml::pair_spans(&patterns.yaml_name_field, text, &lower, &mut spans);
     }
     shaped_spans(&patterns.shaped, text, &mut spans);
     redact(text, spans)
