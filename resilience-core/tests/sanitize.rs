@@ -769,6 +769,43 @@ fn s2_yaml_name_value_blocks_not_naming_a_secret_are_kept() {
     unchanged("the name: password\nvalue: x");
 }
 
+/// S2 with the name apart from the value, the name unquoted: YAML flow mappings
+/// (`{name: password, value: x}`) and Go's `%+v` of a struct (`{Name:DB_PASSWORD Value:x}`,
+/// as Kubernetes errors print an `EnvVar`).
+#[test]
+fn s4_unquoted_name_value_pairs_are_redacted() {
+    check(
+        "{name: password, value: hunter2}",
+        "{name: password, value: ***}",
+    );
+    check(
+        "{key: api_key, value: 'x y'}",
+        "{key: api_key, value: '***'}",
+    );
+    check(
+        "{Name:DB_PASSWORD Value:hunter2 ValueFrom:nil}",
+        "{Name:DB_PASSWORD Value:*** ValueFrom:nil}",
+    );
+    check(
+        "env: [{Name:REGION Value:eu ValueFrom:nil} {Name:API_TOKEN Value:abc123 ValueFrom:nil}]",
+        "env: [{Name:REGION Value:eu ValueFrom:nil} {Name:API_TOKEN Value:*** ValueFrom:nil}]",
+    );
+}
+
+/// S4: unquoted name fields that name no secret, prose, and Go's empty `Value:` in front of
+/// `ValueFrom:` are kept.
+#[test]
+fn s4_unquoted_names_in_prose_or_naming_no_secret_are_kept() {
+    unchanged("{name: region, value: eu-west-1}");
+    unchanged("{name: password_hint, value: pet}");
+    unchanged("{Name:PWD Value:/home/x ValueFrom:nil}");
+    unchanged("{error: name: password must be set, value: missing}");
+    unchanged("{msg: invalid value for name: password here}");
+    unchanged(
+        "{Name:DB_PASSWORD Value: ValueFrom:&EnvVarSource{SecretKeyRef:&SecretKeySelector{Key:password}}}",
+    );
+}
+
 /// S2 with the name apart from the value: CloudFormation's parameter lists,
 /// `{"ParameterKey": …, "ParameterValue": …}`, in either order.
 #[test]
@@ -1176,6 +1213,12 @@ fn forms() -> Vec<Form> {
                 escape(s, '"')
             )
         }),
+        ("S4 flow name/value", WORD, |s| {
+            format!("{{name: region, value: eu}} {{name: db_password, value: {s}}}")
+        }),
+        ("S4 go name/value", WORD, |s| {
+            format!("[{{Name:REGION Value:eu ValueFrom:nil}} {{Name:API_TOKEN Value:{s} ValueFrom:nil}}]")
+        }),
         ("S2 debug name/value", QUOTED, |s| {
             format!("EnvVar {{ name: \"API_KEY\", value: Some({:?}) }}", s)
         }),
@@ -1237,6 +1280,8 @@ proptest! {
                 Just("{\"ParameterKey\":\"DbPassword\","), Just("\"ParameterValue\":"),
                 Just("\n- name: DB_PASSWORD"), Just("\n  value: "), Just("\n  valueFrom:"),
                 Just("  "), Just("|"), Just("\r"), Just("- key: token"),
+                Just("{name: password, "), Just("Name:DB_PASSWORD "), Just("Value:"),
+                Just("Value: ValueFrom:"),
                 Just("Password="), Just("my pass"), Just("Uid=u;"), Just("Pwd=a b;"),
             ],
             0..60,

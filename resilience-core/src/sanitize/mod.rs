@@ -82,8 +82,14 @@
 //!   hidden for a name in the next). `{"name": "region", "value": "eu"}` and `name="PWD"` are
 //!   kept. An HTML `<meta>` tag holds its value in `content`: `<meta name="csrf-token"
 //!   content="…">` hides the token. CloudFormation's `{"ParameterKey": "DbPassword",
-//!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way. Looked
-//!   for only in text holding a `<`, or a `{` and the word `value`.
+//!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way. The
+//!   name may be unquoted where what follows it says it is a field, not prose: `,` or `}`
+//!   (a YAML flow mapping, `{name: password, value: x}` → `{name: password, value: ***}`),
+//!   or a blank and the next `Field:` (Go's `%+v`, `{Name:DB_PASSWORD Value:x ValueFrom:nil}`
+//!   → `Value:***`; Go prints an empty `Value: ` before `ValueFrom:`, which is kept). So
+//!   `{error: name: password must be set, value: x}` is left alone. An unquoted value is one
+//!   word there, as under a key: Go's `Value:my pass` leaks `pass`. Looked for only in text
+//!   holding a `<`, or a `{` and the word `value`.
 //! - *Name and value apart, in YAML*: a block mapping whose `name:` or `key:` (or
 //!   `ParameterKey:`) line names a secret key hides its `value:` (`ParameterValue:`) key's
 //!   value, a later line of the same mapping (indented to the same column, before a line

@@ -76,7 +76,12 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         let hide = if attribute {
             tag_value(text, open)
         } else {
-            object_value(text, open, value_field(prefix))
+            object_value(
+                text,
+                open,
+                value_field(prefix),
+                is_go_field(m.as_bytes(), sep),
+            )
         };
         if let Some(hide) = hide {
             hidden_to = hidden_to.max(hide.end);
@@ -116,20 +121,32 @@ fn up_to(text: &str, hi: usize) -> &str {
 }
 
 /// Where the name in `field` (a match of the name field pattern at `start`, its separator at
-/// `sep`) is: between the quotes after the separator.
+/// `sep`) is: after the separator, blanks and any opening quote, the run of the bytes the
+/// pattern allows in a name.
 fn named(field: &[u8], sep: usize, start: usize) -> Range<usize> {
     let open = sep
         + 1
         + field[sep + 1..]
             .iter()
-            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'\\'))
-            .count()
-        + 1;
-    let mut close = field.len() - 1;
-    if close > open && field[close - 1] == b'\\' {
-        close -= 1;
-    }
-    start + open.min(close)..start + close
+            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'\\' | b'"' | b'\''))
+            .count();
+    let len = field[open..]
+        .iter()
+        .take_while(|&&c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'/' | b'-')
+        })
+        .count();
+    start + open..start + open + len
+}
+
+/// Whether the name field `field` (its separator at `sep`) is Go's `%+v` form, `Name:X`: not
+/// quoted, and no blank after the separator. Go prints an empty string as nothing, so its
+/// `Value: ValueFrom:…` has an empty value, not `ValueFrom:…`.
+fn is_go_field(field: &[u8], sep: usize) -> bool {
+    field[sep] == b':'
+        && field
+            .get(sep + 1)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// A byte of an identifier.
@@ -265,8 +282,9 @@ fn enclosing_brace(b: &[u8], at: usize) -> Option<usize> {
 }
 
 /// The value of the `value` member (named `field`) of the object opening at `open`, if it
-/// has one (quoted or not: `"value":`, `'value':`, `\"value\":`, `value:`).
-fn object_value(text: &str, open: usize, field: &[u8]) -> Option<Range<usize>> {
+/// has one (quoted or not: `"value":`, `'value':`, `\"value\":`, `value:`). `go`: the
+/// object is Go's `%+v` (see [`is_go_field`]), where a blank after `Value:` means it is empty.
+fn object_value(text: &str, open: usize, field: &[u8], go: bool) -> Option<Range<usize>> {
     let window = up_to(text, open.saturating_add(WINDOW));
     let b = window.as_bytes();
     let hi = b.len();
@@ -293,6 +311,12 @@ fn object_value(text: &str, open: usize, field: &[u8]) -> Option<Range<usize>> {
         };
         if let Some((_, key)) = key {
             if key.eq_ignore_ascii_case(field) {
+                if go
+                    && b.get(j) == Some(&b':')
+                    && b.get(j + 1).is_some_and(u8::is_ascii_whitespace)
+                {
+                    return None;
+                }
                 if let Some(at) = after_separator(b, j) {
                     return value::extent(text, at, KeyKind::Word).map(|e| e.hide);
                 }

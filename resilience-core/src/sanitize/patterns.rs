@@ -47,13 +47,19 @@ const ELEMENT_WITH_ATTRIBUTES: &str =
     concat!(r"(?-u)<[a-z0-9_.:-]*(?:", secret_words!(), r")[ \t\r\n]",);
 
 /// A `name` or `key` field whose quoted value is a secret key (`key="Password"`,
-/// `"Name": "DB_PASSWORD"`, `name: "api_key"`), the secret word closing the value.
-/// Lowercase only, as [`KEY_THEN_SEPARATOR`]. Run only on text that may hold
-/// such a pair (see `pairs.rs`), whose sibling `value` field is then hidden.
+/// `"Name": "DB_PASSWORD"`, `name: "api_key"`), the secret word closing the value. Or, not
+/// quoted (a YAML flow mapping, Go's `%+v`), followed by `,` or `}`, or by a blank and the
+/// next `field:` (`{name: password, …}`, `{Name:DB_PASSWORD Value:…}`), so that prose such
+/// as `name: password must be set` is not one. Lowercase only, as [`KEY_THEN_SEPARATOR`].
+/// Run only on text that may hold such a pair (see `pairs.rs`), whose sibling `value` field
+/// is then hidden.
 const NAME_FIELD: &str = concat!(
-    r#"(?-u)(?:name|key)(?:\\?["'])?[ \t]*[:=][ \t]*\\?["'][a-z0-9_.:/-]*(?:"#,
+    r#"(?-u)(?:name|key)(?:(?:\\?["'])?[ \t]*[:=][ \t]*\\?["'][a-z0-9_.:/-]*(?:"#,
     secret_words!(),
     r#")\\?["']"#,
+    r#"|[ \t]*[:=][ \t]*[a-z0-9_.:/-]*(?:"#,
+    secret_words!(),
+    r#")(?:[ \t]*[,}]|[ \t]+[a-z_]+:))"#,
 );
 
 /// A YAML `name:` or `key:` field whose value, alone on its line, is a secret key
