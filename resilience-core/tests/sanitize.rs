@@ -1369,6 +1369,9 @@ fn s2_yaml_and_connection_string_scans_stay_linear() {
         "Server=h;Pwd=a b;".repeat(7_000),
         "Server=h;Password=a b;".repeat(6_000),
         "- ParameterKey: DbPassword\n".repeat(4_500),
+        "{Name:DB_PASSWORD Value:".repeat(5_000),
+        "{name: password, value: ".repeat(5_000),
+        "{\"ParameterKey\":\"DbPassword\",\"ParameterValue\":".repeat(2_500),
     ];
     for input in &inputs {
         let started = std::time::Instant::now();
