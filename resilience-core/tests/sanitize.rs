@@ -790,6 +790,11 @@ fn s4_unquoted_name_value_pairs_are_redacted() {
         "env: [{Name:REGION Value:eu ValueFrom:nil} {Name:API_TOKEN Value:abc123 ValueFrom:nil}]",
         "env: [{Name:REGION Value:eu ValueFrom:nil} {Name:API_TOKEN Value:*** ValueFrom:nil}]",
     );
+    // Go's separator is one `:`; the value may start with another.
+    check(
+        "{Name:API_TOKEN Value::x# ValueFrom:nil}",
+        "{Name:API_TOKEN Value:*** ValueFrom:nil}",
+    );
 }
 
 /// S4: unquoted name fields that name no secret, prose, and Go's empty `Value:` in front of

@@ -311,13 +311,13 @@ fn object_value(text: &str, open: usize, field: &[u8], go: bool) -> Option<Range
         };
         if let Some((_, key)) = key {
             if key.eq_ignore_ascii_case(field) {
-                if go
-                    && b.get(j) == Some(&b':')
-                    && b.get(j + 1).is_some_and(u8::is_ascii_whitespace)
-                {
+                // Go's `Value:` is one `:`, the value right after it: empty before a blank,
+                // and it may start with `:` itself.
+                let go_value = (go && b.get(j) == Some(&b':')).then_some(j + 1);
+                if go_value.is_some_and(|at| b.get(at).is_none_or(u8::is_ascii_whitespace)) {
                     return None;
                 }
-                if let Some(at) = after_separator(b, j) {
+                if let Some(at) = go_value.or_else(|| after_separator(b, j)) {
                     return value::extent(text, at, KeyKind::Word).map(|e| e.hide);
                 }
             }
