@@ -53,9 +53,9 @@
 //!   closing punctuation (`"` `'` `,` `;` `&` `)` `]` `}` `>`) that is followed by
 //!   whitespace, the end, or another `key=`; punctuation inside the word is part of the
 //!   value, so `password=a,b;c` is hidden whole while `password=x&user=bob` keeps
-//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. Outside a connection
-//!   string (below), an unquoted password containing a space cannot be told apart from
-//!   prose and leaks after the space.
+//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. Outside a
+//!   connection string (below), an unquoted password containing a space cannot be told
+//!   apart from prose and leaks after the space.
 //! - *XML*: an element named like a secret key, `<password>abc</password>` or
 //!   `<db:password>`, is a pair whose value is the element's text up to the next tag (blanks
 //!   around it kept; a `<![CDATA[…]]>` section's content), or to the end when no tag follows.
@@ -96,13 +96,14 @@
 //!   indented less): `- name: DB_PASSWORD` / `  value: hunter2` → `  value: ***`, a
 //!   Kubernetes env list. The name must start its line (after blanks and an optional `- `),
 //!   be alone on it, quoted or not, and follow its colon at once (`name :` is not looked
-//!   for). A plain value runs to the end of its line, blanks
-//!   inside included (a trailing `# comment` is hidden with it); a quoted one is hidden
-//!   inside its quotes; a block scalar (`|`, `>`) or a value on the lines below hides those
-//!   lines. `valueFrom:` is another key and is kept. Looked for only in text holding a line
-//!   break and a `name:` or `key:`. Still not seen: `value:` written before `name:` (`kubectl` prints `name` first),
-//!   YAML whose line breaks are escaped (`\n` inside a JSON string), a mapping indented 64
-//!   columns or more, and a value more than 1024 bytes after its name line.
+//!   for). A plain value runs to the end of its line, blanks inside included (a trailing
+//!   `# comment` is hidden with it); a quoted one is hidden inside its quotes; a block scalar
+//!   (`|`, `>`) or a value on the lines below hides those lines. `valueFrom:` is another key
+//!   and is kept. Looked for only in text holding a line break and a `name:` or `key:`.
+//!   Still not seen: `value:` written before `name:` (`kubectl` prints `name` first), YAML
+//!   whose line breaks are escaped (`\n` inside a JSON string), a mapping indented 64
+//!   columns or more, a value more than 1024 bytes after its name line, and the AWS CLI's
+//!   shorthand `ParameterKey=DbPassword,ParameterValue=…`.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
 //!   the next `key=` ends the value). In a connection string (a `;`-separated run of
