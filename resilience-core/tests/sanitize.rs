@@ -832,6 +832,27 @@ fn s2_cloudformation_parameter_pairs_are_redacted() {
     unchanged(r#"{"OtherKey":"DbPassword","ParameterValue":"x"}"#);
 }
 
+/// S2 with the name apart from the value: the AWS CLI's shorthand for CloudFormation
+/// parameters, `ParameterKey=DbPassword,ParameterValue=…`, in either order.
+#[test]
+fn s2_cloudformation_cli_shorthand_is_redacted() {
+    check(
+        "aws cloudformation deploy --parameters ParameterKey=Env,ParameterValue=prod ParameterKey=DbPassword,ParameterValue=hunter2 failed",
+        "aws cloudformation deploy --parameters ParameterKey=Env,ParameterValue=prod ParameterKey=DbPassword,ParameterValue=*** failed",
+    );
+    check(
+        "ParameterValue=s3cr3t,ParameterKey=ApiToken,UsePreviousValue=false",
+        "ParameterValue=***,ParameterKey=ApiToken,UsePreviousValue=false",
+    );
+    check(
+        "ParameterKey=MasterUserPassword,ParameterValue='my pass'",
+        "ParameterKey=MasterUserPassword,ParameterValue='***'",
+    );
+    unchanged("ParameterKey=DbPasswordLength,ParameterValue=16");
+    unchanged("ParameterKey=Env,ParameterValue=password");
+    unchanged("ParameterValue=x");
+}
+
 /// S2 with the name apart from the value: an HTML `<meta>` tag holds its value in `content`
 /// (`<meta name="csrf-token" content="…">`, Rails and Laravel pages).
 #[test]
@@ -1195,6 +1216,9 @@ fn forms() -> Vec<Form> {
                 escape(s, '"')
             )
         }),
+        ("S2 cloudformation cli shorthand", WORD, |s| {
+            format!("--parameters ParameterKey=Env,ParameterValue=prod ParameterKey=DbPassword,ParameterValue={s} --capabilities x")
+        }),
         // A `content` attribute value: anything but its own quote.
         (
             "S2 html meta content",
@@ -1286,7 +1310,7 @@ proptest! {
                 Just("\n- name: DB_PASSWORD"), Just("\n  value: "), Just("\n  valueFrom:"),
                 Just("  "), Just("|"), Just("\r"), Just("- key: token"),
                 Just("{name: password, "), Just("Name:DB_PASSWORD "), Just("Value:"),
-                Just("Value: ValueFrom:"),
+                Just("Value: ValueFrom:"), Just("ParameterKey=Token,"), Just("ParameterValue="),
                 Just("Password="), Just("my pass"), Just("Uid=u;"), Just("Pwd=a b;"),
             ],
             0..60,
@@ -1352,6 +1376,7 @@ fn s2_is_secret_key_follows_the_key_rule() {
         "password_hint",
         "token::Kind",
         "PWD",
+        "ParameterValue",
         "",
     ] {
         assert!(!is_secret_key(key), "{key}");
@@ -1376,6 +1401,7 @@ fn s2_yaml_and_connection_string_scans_stay_linear() {
         "- ParameterKey: DbPassword\n".repeat(4_500),
         "{Name:DB_PASSWORD Value:".repeat(5_000),
         "{name: password, value: ".repeat(5_000),
+        "ParameterKey=DbPassword,ParameterValue=x,".repeat(3_000),
         "{\"ParameterKey\":\"DbPassword\",\"ParameterValue\":".repeat(2_500),
     ];
     for input in &inputs {

@@ -82,7 +82,9 @@
 //!   hidden for a name in the next). `{"name": "region", "value": "eu"}` and `name="PWD"` are
 //!   kept. An HTML `<meta>` tag holds its value in `content`: `<meta name="csrf-token"
 //!   content="…">` hides the token. CloudFormation's `{"ParameterKey": "DbPassword",
-//!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way. The
+//!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way, and so
+//!   does the AWS CLI's shorthand, `ParameterKey=DbPassword,ParameterValue=…` (either order,
+//!   neighbours in one `,`-separated run; the value is one word, as under a key). The
 //!   name may be unquoted where what follows it says it is a field, not prose: `,` or `}`
 //!   (a YAML flow mapping, `{name: password, value: x}` → `{name: password, value: ***}`),
 //!   or a blank and the next `Field:` (Go's `%+v`, `{Name:DB_PASSWORD Value:x ValueFrom:nil}`
@@ -102,8 +104,7 @@
 //!   and is kept. Looked for only in text holding a line break and a `name:` or `key:`.
 //!   Still not seen: `value:` written before `name:` (`kubectl` prints `name` first), YAML
 //!   whose line breaks are escaped (`\n` inside a JSON string), a mapping indented 64
-//!   columns or more, a value more than 1024 bytes after its name line, and the AWS CLI's
-//!   shorthand `ParameterKey=DbPassword,ParameterValue=…`.
+//!   columns or more, and a value more than 1024 bytes after its name line.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
 //!   the next `key=` ends the value). In a connection string (a `;`-separated run of
@@ -232,11 +233,13 @@ pub fn is_secret_key(key: &str) -> bool {
         return true;
     };
     let probe = format!("{}=", key.to_ascii_lowercase());
-    // `pwd` is a secret key only inside a connection string, which a key alone is not.
-    patterns
-        .key
-        .find_iter(probe.as_bytes())
-        .any(|m| m.end() == probe.len() && !m.as_bytes().starts_with(b"pwd"))
+    // `pwd` is a secret key only inside a connection string, which a key alone is not, and
+    // `parametervalue` only next to a `ParameterKey` naming a secret.
+    patterns.key.find_iter(probe.as_bytes()).any(|m| {
+        m.end() == probe.len()
+            && !m.as_bytes().starts_with(b"pwd")
+            && !m.as_bytes().starts_with(b"parametervalue")
+    })
 }
 
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
@@ -327,6 +330,9 @@ fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Opti
     }
     if matched.starts_with(b"pwd") {
         return connstr::pwd_value(text, start, matched);
+    }
+    if matched.starts_with(b"parametervalue") {
+        return pairs::shorthand_value(text, start, matched);
     }
     let in_tag =
         tags && sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start);

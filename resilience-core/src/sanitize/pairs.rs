@@ -90,6 +90,48 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
     }
 }
 
+/// The value after the AWS CLI's `ParameterValue=` at `start` (with its separator,
+/// `matched`, lowercased), if a `ParameterKey=` naming a secret is its neighbour in the
+/// same `,`-separated run: `ParameterKey=DbPassword,ParameterValue=…`, either order.
+pub(super) fn shorthand_value(text: &str, start: usize, matched: &[u8]) -> Option<value::Extent> {
+    const KEY: &[u8] = b"parameterkey=";
+    if matched != b"parametervalue=" {
+        return None;
+    }
+    let b = text.as_bytes();
+    let found = value::extent(text, start + matched.len(), KeyKind::Word)?;
+    let ends = |c: u8| c == b',' || c.is_ascii_whitespace();
+    // The `ParameterKey=…` element from `from` to `to`: whether it names a secret.
+    let names_secret = |from: usize, to: usize| {
+        b[from..to].len() > KEY.len()
+            && b[from..from + KEY.len()].eq_ignore_ascii_case(KEY)
+            && text
+                .get(from + KEY.len()..to)
+                .is_some_and(super::is_secret_key)
+    };
+    let before = start
+        .checked_sub(1)
+        .filter(|&c| b[c] == b',')
+        .is_some_and(|comma| {
+            let from = b[..comma]
+                .iter()
+                .rposition(|&c| ends(c))
+                .map_or(0, |p| p + 1);
+            names_secret(from, comma)
+        });
+    let after = || {
+        b.get(found.resume) == Some(&b',') && {
+            let from = found.resume + 1;
+            let to = b[from..]
+                .iter()
+                .position(|&c| ends(c))
+                .map_or(b.len(), |p| from + p);
+            names_secret(from, to)
+        }
+    };
+    (before || after()).then_some(found)
+}
+
 /// `parameter` when the name field matched at `start` (`field`, the match) is
 /// CloudFormation's `ParameterKey`; else empty.
 fn parameter_prefix<'a>(lower: &'a [u8], start: usize, field: &[u8]) -> &'a [u8] {

@@ -31,8 +31,9 @@ macro_rules! secret_words {
 const KEY_THEN_SEPARATOR: &str = concat!(
     r"(?-u)(?:",
     secret_words!(),
-    // ODBC's `Pwd`: a secret only in a connection string (checked by the caller).
-    r"|pwd)",
+    // ODBC's `Pwd`: a secret only in a connection string (checked by the caller). The AWS
+    // CLI's `ParameterValue`: one only next to a `ParameterKey` naming a secret (likewise).
+    r"|pwd|parametervalue)",
     // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
     // separator; or the `>` of an XML start tag (checked to be one by the caller).
     r#"(?:(?:\\?["'])?"#,
