@@ -115,7 +115,8 @@
 //!   pair's value, with no `;` after it, runs to the end of the line, or to a quote followed
 //!   by a blank, the end or closing punctuation (the end of the string the connection string
 //!   is in): `"Data Source=h;Password=my pass" failed` → `"Data Source=h;Password=***"
-//!   failed`, but `DSN=x;PWD=my pass failed (08001)` loses ` failed (08001)` too. A password
+//!   failed`, but `DSN=x;PWD=my pass failed (08001)` loses ` failed (08001)` too, and
+//!   `password=abc retrying; Server=h down` reads as one and loses ` retrying`. A password
 //!   holding a quote then a blank leaks after it; other secret keys hold generated values
 //!   and keep the one-word rule there too (`Token=abc def;` would leak `def`).
 //! - *ODBC's `Pwd=`* is a secret key only in a connection string, since a shell's
