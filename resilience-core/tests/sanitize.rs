@@ -752,6 +752,20 @@ fn s2_yaml_name_value_block_is_redacted() {
     );
 }
 
+/// S2: a YAML block value longer than the scan window, in multi-byte text, is hidden to the
+/// end of the line the window cuts (not withheld as a span off a char boundary, nor leaked).
+#[test]
+fn s2_a_long_yaml_block_value_is_hidden_to_its_line_end() {
+    let input = format!("- name: token\n  value: |\n    {}", "é".repeat(700));
+    check(&input, "- name: token\n  value: |\n    ***");
+    let input = format!(
+        "- name: token\n  value: |\n{}    {}\n- name: x",
+        "    ab\n".repeat(150),
+        "é".repeat(100)
+    );
+    check(&input, "- name: token\n  value: |\n    ***\n- name: x");
+}
+
 /// S2: YAML name/value blocks that name no secret, `valueFrom`, and a value in the next item
 /// are kept.
 #[test]
@@ -1274,6 +1288,91 @@ fn forms() -> Vec<Form> {
     ]
 }
 
+/// A piece of text the patterns look for, for the soup properties.
+fn soup_piece() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("password"),
+        Just("Token"),
+        Just("api-key"),
+        Just("Authorization"),
+        Just("cookie"),
+        Just("="),
+        Just(":"),
+        Just("::"),
+        Just(" "),
+        Just("\n"),
+        Just("\""),
+        Just("'"),
+        Just("\\"),
+        Just("\\\""),
+        Just(","),
+        Just(";"),
+        Just("&"),
+        Just(")"),
+        Just("}"),
+        Just("{"),
+        Just("["),
+        Just("Some("),
+        Just("b'"),
+        Just("://"),
+        Just("@"),
+        Just("/"),
+        Just("ghp_"),
+        Just("eyJ"),
+        Just("."),
+        Just("AKIA"),
+        Just("-----BEGIN RSA PRIVATE KEY-----"),
+        Just("-----END"),
+        Just("-"),
+        Just("Bearer "),
+        Just("None"),
+        Just("***"),
+        Just("abcdefghijklmnopqrstuvwxyz0123"),
+        Just("é"),
+        Just("🦀"),
+        Just("x"),
+        Just("<"),
+        Just(">"),
+        Just("</"),
+        Just("<![CDATA["),
+        Just("]]>"),
+        Just("<conn "),
+        Just(" user="),
+        Just("/>"),
+        Just("Pwd="),
+        Just("Server=h;"),
+        Just("}}"),
+        Just("name"),
+        Just("key"),
+        Just("value"),
+        Just(" value="),
+        Just("{\"name\":\"token\","),
+        Just("\"value\":"),
+        Just("<add key='Secret' "),
+        Just("<meta name=\"csrf-token\" "),
+        Just("content="),
+        Just("{\"ParameterKey\":\"DbPassword\","),
+        Just("\"ParameterValue\":"),
+        Just("\n- name: DB_PASSWORD"),
+        Just("\n  value: "),
+        Just("\n  valueFrom:"),
+        Just("  "),
+        Just("|"),
+        Just("\r"),
+        Just("- key: token"),
+        Just("{name: password, "),
+        Just("Name:DB_PASSWORD "),
+        Just("Value:"),
+        Just("Value: ValueFrom:"),
+        Just("ParameterKey=Token,"),
+        Just("ParameterValue="),
+        Just("Password="),
+        Just("my pass"),
+        Just("Uid=u;"),
+        Just("Pwd=a b;"),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -1291,34 +1390,27 @@ proptest! {
     /// S1–S5 on text built from the pieces the patterns look for, so every branch is hit.
     #[test]
     fn s1_s5_pattern_soup_is_bounded_and_idempotent(
-        pieces in proptest::collection::vec(
-            prop_oneof![
-                Just("password"), Just("Token"), Just("api-key"), Just("Authorization"),
-                Just("cookie"), Just("="), Just(":"), Just("::"), Just(" "), Just("\n"),
-                Just("\""), Just("'"), Just("\\"), Just("\\\""), Just(","), Just(";"),
-                Just("&"), Just(")"), Just("}"), Just("{"), Just("["), Just("Some("),
-                Just("b'"), Just("://"), Just("@"), Just("/"), Just("ghp_"), Just("eyJ"),
-                Just("."), Just("AKIA"), Just("-----BEGIN RSA PRIVATE KEY-----"),
-                Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
-                Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
-                Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
-                Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
-                Just("}}"), Just("name"), Just("key"), Just("value"), Just(" value="),
-                Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
-                Just("<meta name=\"csrf-token\" "), Just("content="),
-                Just("{\"ParameterKey\":\"DbPassword\","), Just("\"ParameterValue\":"),
-                Just("\n- name: DB_PASSWORD"), Just("\n  value: "), Just("\n  valueFrom:"),
-                Just("  "), Just("|"), Just("\r"), Just("- key: token"),
-                Just("{name: password, "), Just("Name:DB_PASSWORD "), Just("Value:"),
-                Just("Value: ValueFrom:"), Just("ParameterKey=Token,"), Just("ParameterValue="),
-                Just("Password="), Just("my pass"), Just("Uid=u;"), Just("Pwd=a b;"),
-            ],
-            0..60,
-        )
+        pieces in proptest::collection::vec(soup_piece(), 0..60)
     ) {
         let input: String = pieces.concat();
         let once = sanitize(&input);
         prop_assert!(once.chars().count() <= MAX_CHARS + 3);
+        // Never the fail-closed refusal, which a span off a char boundary would cause.
+        prop_assert!(!once.contains("sanitizer unavailable"), "input: {:?}", input);
+        prop_assert_eq!(sanitize(&once), once.clone(), "input: {:?}", input);
+    }
+
+    /// S1–S5 on soup repeated past the scan windows (1 KB), multi-byte pieces included:
+    /// bounded, idempotent, and never the fail-closed refusal.
+    #[test]
+    fn s1_s5_long_soup_is_bounded_and_idempotent(
+        pieces in proptest::collection::vec(soup_piece(), 1..40),
+        times in 10..80usize,
+    ) {
+        let input = pieces.concat().repeat(times);
+        let once = sanitize(&input);
+        prop_assert!(once.chars().count() <= MAX_CHARS + 3);
+        prop_assert!(!once.contains("sanitizer unavailable"), "input: {:?}", input);
         prop_assert_eq!(sanitize(&once), once.clone(), "input: {:?}", input);
     }
 
@@ -1396,6 +1488,11 @@ fn s2_yaml_and_connection_string_scans_stay_linear() {
         "- name: password\n".repeat(7_000),
         staircase,
         format!("- name: token\n  value: |\n{}", "    x\n".repeat(20_000)),
+        format!(
+            "- name: token\n  value: |\n{}",
+            "    - name: token\n      value: |\n".repeat(3_500)
+        ),
+        "- name: token\n  value:\n\n\n\n\n\n\n\n\n\n".repeat(4_500),
         "Server=h;Pwd=a b;".repeat(7_000),
         "Server=h;Password=a b;".repeat(6_000),
         "- ParameterKey: DbPassword\n".repeat(4_500),

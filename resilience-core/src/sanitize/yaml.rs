@@ -12,8 +12,9 @@
 //! run only on text holding a line break and a `name:` or `key:`, its value must be a
 //! secret key by S2's rule, and it must start its line (after blanks and an optional `- `).
 //! The value field is a key of the same mapping: a later line indented to the same column, before any line indented less.
-//! `valueFrom:` is another key. Scans are bounded by [`WINDOW`], and a name field inside
-//! what an earlier one at its column already scanned is skipped, so the work stays linear.
+//! `valueFrom:` is another key. The value field is looked for within [`WINDOW`], and a name
+//! field inside what an earlier one at its column already scanned, or inside a value hidden,
+//! is skipped, so the work stays linear.
 //! Every position returned is that of an ASCII byte or the end of the text.
 
 use super::value::{self, KeyKind};
@@ -22,7 +23,8 @@ use regex::bytes::Regex;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-/// How far past the name field's line its value field is looked for.
+/// How far past the name field's line its value field is looked for (a block value itself
+/// is followed to its end).
 const WINDOW: usize = 1024;
 
 /// Name fields indented this far or more are not looked at (a YAML block nested deeper than
@@ -46,8 +48,14 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
     // Per column, how far a name field's scan went: one after it, at the same column and
     // inside that, is in the same mapping and adds nothing.
     let mut scanned = [0usize; MAX_COLUMN];
+    // The end of the last value hidden: a name field inside it is hidden already, and
+    // skipping it keeps many nested block values linear.
+    let mut hidden_to = 0;
     for m in name_re.find_iter(lower) {
         let end = m.end();
+        if m.start() < hidden_to {
+            continue;
+        }
         if !matches!(b.get(end), None | Some(b'\r' | b'\n')) {
             continue;
         }
@@ -73,7 +81,10 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         }
         let (reached, hide) = sibling_value(text, end, col, value_field);
         scanned[col] = reached;
-        spans.extend(hide);
+        if let Some(hide) = hide {
+            hidden_to = hide.end;
+            spans.push(hide);
+        }
     }
 }
 
@@ -183,35 +194,31 @@ fn scalar(text: &str, start: usize, col: usize) -> Option<Range<usize>> {
 }
 
 /// The lines after the line ending at `from` that are indented beyond `col` (blank lines
-/// between them included): from the first one's text to the last one's end. Bounded by
-/// [`WINDOW`].
+/// between them included): from the first one's text to the last one's end. Not bounded by
+/// [`WINDOW`], so a long secret is hidden whole; the caller skips name fields inside it,
+/// which keeps the work linear.
 fn block(b: &[u8], from: usize, col: usize) -> Option<Range<usize>> {
-    let hi = b.len().min(from.saturating_add(WINDOW));
     let mut at = from;
     let mut hide: Option<Range<usize>> = None;
-    while let Some(nl) = memchr::memchr(b'\n', &b[at..hi]) {
+    while let Some(nl) = memchr::memchr(b'\n', &b[at..]) {
         let line = at + nl + 1;
         let indent = blanks(b, line);
         let content = line + indent;
-        if content >= hi {
-            break;
-        }
-        let line_end = memchr::memchr(b'\n', &b[content..hi]).map_or(hi, |p| content + p);
+        let line_end = memchr::memchr(b'\n', &b[content..]).map_or(b.len(), |p| content + p);
         let text_end = content
             + b[content..line_end]
                 .iter()
                 .rposition(|c| !c.is_ascii_whitespace())
                 .map_or(0, |p| p + 1);
+        at = line_end;
         if text_end == content {
             // A blank line.
-            at = line_end;
             continue;
         }
         if indent <= col {
             break;
         }
         hide = Some(hide.map_or(content, |h| h.start)..text_end);
-        at = line_end;
     }
     hide
 }
