@@ -731,6 +731,12 @@ fn s2_yaml_name_value_block_is_redacted() {
         "- name: db_password\r\n  value: my pass word\r\n",
         "- name: db_password\r\n  value: ***\r\n",
     );
+    // A plain scalar ends before a comment (` #`); a `#` inside a word is part of it.
+    check(
+        "- name: token\n  value: abc def # from vault\n",
+        "- name: token\n  value: *** # from vault\n",
+    );
+    check("- name: token\n  value: a#b", "- name: token\n  value: ***");
     // Other keys, comments and nested blocks between name and value.
     check(
         "- name: CLIENT_SECRET\n  # from vault\n  meta:\n    value: v1\n  value: s3cr3t",
@@ -1240,10 +1246,11 @@ fn forms() -> Vec<Form> {
             |s| format!(r#"<head><meta name="csrf-token" content="{s}"><title>t</title>"#),
         ),
         // A YAML plain scalar: anything but a leading quote or bracket (a quoted or flow
-        // value), `|`/`>` (a block) or `#`; blanks inside.
+        // value), `|`/`>` (a block) or `#`; blanks inside, but no `#`, which starts a comment
+        // after a blank.
         (
             "S2 yaml name/value",
-            r#"[A-Za-z0-9!$%+,./:;=?@^_~()&-][A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'"\\-]{7,23}"#,
+            r#"[A-Za-z0-9!$%+,./:;=?@^_~()&-][A-Za-z0-9 !$%+,./:;=?@^_~(){}<>&'"\\-]{7,23}"#,
             |s| {
                 format!(
                     "\nenv:\n- name: REGION\n  value: eu\n- name: DB_PASSWORD\n  value: {s}\n- name: X\n  value: y\n"

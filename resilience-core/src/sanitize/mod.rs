@@ -98,8 +98,8 @@
 //!   indented less): `- name: DB_PASSWORD` / `  value: hunter2` → `  value: ***`, a
 //!   Kubernetes env list. The name must start its line (after blanks and an optional `- `),
 //!   be alone on it, quoted or not, and follow its colon at once (`name :` is not looked
-//!   for). A plain value runs to the end of its line, blanks inside included (a trailing
-//!   `# comment` is hidden with it); a quoted one is hidden inside its quotes; a block scalar
+//!   for). A plain value runs to the end of its line, blanks inside included, or to a
+//!   comment (` #`, kept); a quoted one is hidden inside its quotes; a block scalar
 //!   (`|`, `>`) or a value on the lines below hides those lines. `valueFrom:` is another key
 //!   and is kept. Looked for only in text holding a line break and a `name:` or `key:`.
 //!   Still not seen: `value:` written before `name:` (`kubectl` prints `name` first), YAML

@@ -171,8 +171,9 @@ fn sibling_value(
 }
 
 /// The value starting at `start` of a key at column `col`: a quoted or flow (`[…]`, `{…}`)
-/// value as elsewhere, a plain one to the end of its line, and with nothing on the line (or
-/// a block scalar's `|` or `>`), the lines under it indented further.
+/// value as elsewhere, a plain one to the end of its line or to a comment (` #`), and with
+/// nothing on the line (or a block scalar's `|` or `>`), the lines under it indented
+/// further.
 fn scalar(text: &str, start: usize, col: usize) -> Option<Range<usize>> {
     let b = value::without_ellipsis(text);
     match b.get(start) {
@@ -182,15 +183,28 @@ fn scalar(text: &str, start: usize, col: usize) -> Option<Range<usize>> {
             block(b, line_end, col)
         }
         Some(b'\n' | b'\r') => block(b, start, col),
-        Some(_) => value::extent(text, start, KeyKind::Header).map(|e| {
-            let trail = b[e.hide.clone()]
+        Some(&first) => {
+            let mut hide = value::extent(text, start, KeyKind::Header)?.hide;
+            if !matches!(first, b'"' | b'\'' | b'[' | b'{') {
+                // A plain scalar: a comment (` #`) ends it.
+                if let Some(p) = comment(&b[hide.clone()]) {
+                    hide.end = hide.start + p;
+                }
+            }
+            let trail = b[hide.clone()]
                 .iter()
                 .rev()
                 .take_while(|&&c| c == b' ' || c == b'\t')
                 .count();
-            e.hide.start..e.hide.end - trail
-        }),
+            hide.end -= trail;
+            (!hide.is_empty()).then_some(hide)
+        }
     }
+}
+
+/// Where a comment starts in `line`: a `#` after a blank.
+fn comment(line: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'#', line).find(|&p| p > 0 && matches!(line[p - 1], b' ' | b'\t'))
 }
 
 /// The lines after the line ending at `from` that are indented beyond `col` (blank lines
