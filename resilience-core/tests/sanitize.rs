@@ -501,6 +501,72 @@ fn s2_odbc_pwd_in_a_connection_string_is_redacted() {
     check("DSN=x;PWD={a;b", "DSN=x;PWD={***");
 }
 
+/// S2: in a connection string a value runs to the next `;`, so a password holding a space
+/// is hidden whole, under ODBC's `Pwd=` and ADO.NET's `Password=` alike. Without a `;` after
+/// it, to the end of the line (or a closing quote followed by a blank or the end).
+#[test]
+fn s2_odbc_pwd_with_a_space_is_hidden() {
+    check(
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=my pass;Encrypt=yes",
+        "Driver={ODBC Driver 18};Server=h;Uid=sa;Pwd=***;Encrypt=yes",
+    );
+    check(
+        "odbc: Server = h ; Pwd = my pass ; Database = d",
+        "odbc: Server = h ; Pwd = *** ; Database = d",
+    );
+    check(
+        "Server=tcp:h,1433;User Id=u;Password=my pass;Encrypt=true",
+        "Server=tcp:h,1433;User Id=u;Password=***;Encrypt=true",
+    );
+    check(
+        "Data Source=h;Passphrase=correct horse battery;",
+        "Data Source=h;Passphrase=***;",
+    );
+    // Other secret keys hold generated values, without blanks: one word, as elsewhere.
+    check(
+        "Server=h;Token=abc def;Database=d",
+        "Server=h;Token=*** def;Database=d",
+    );
+    check(
+        "Pwd=my pass word;Server=h (08001)",
+        "Pwd=***;Server=h (08001)",
+    );
+    // The last pair: to the end of the line, or the quote closing the string it is in.
+    check(
+        "DSN=x;UID=u;PWD=my pass\nnext line",
+        "DSN=x;UID=u;PWD=***\nnext line",
+    );
+    check(
+        "DSN=x;UID=u;PWD=my pass failed (08001)",
+        "DSN=x;UID=u;PWD=***",
+    );
+    check(
+        r#"open "Data Source=h;Password=my pass" failed"#,
+        r#"open "Data Source=h;Password=***" failed"#,
+    );
+    check(
+        "conn='Server=h;Pwd=my pass', retrying",
+        "conn='Server=h;Pwd=***', retrying",
+    );
+}
+
+/// S2: outside a connection string a value is still one word (prose keeps its words).
+#[test]
+fn s2_a_password_outside_a_connection_string_is_one_word() {
+    check(
+        "password=abc retrying in 3s; server busy",
+        "password=*** retrying in 3s; server busy",
+    );
+    check(
+        "host=h password=abc dbname=d",
+        "host=h password=*** dbname=d",
+    );
+    check(
+        "cd /tmp; password=abc def; ls",
+        "cd /tmp; password=*** def; ls",
+    );
+}
+
 /// S2: outside a connection string, `PWD=` is a shell's working directory and is kept, as
 /// are ODBC's other keys.
 #[test]
@@ -646,6 +712,182 @@ fn s2_json_name_value_pair_password_is_redacted() {
         r#"{"name":"password","value":"hunt"#,
         r#"{"name":"password","value":"***"#,
     );
+}
+
+/// S2 with the name apart from the value, in YAML block mappings: a Kubernetes env list
+/// (`- name: DB_PASSWORD` then `value: …` on the next line), CloudFormation's parameters.
+#[test]
+fn s2_yaml_name_value_block_is_redacted() {
+    check(
+        "env:\n- name: DB_PASSWORD\n  value: hunter2\n- name: REGION\n  value: eu-west-1",
+        "env:\n- name: DB_PASSWORD\n  value: ***\n- name: REGION\n  value: eu-west-1",
+    );
+    check(
+        "spec:\n  env:\n    - name: API_TOKEN\n      value: \"a b c\"\n    - name: X\n      value: y\n",
+        "spec:\n  env:\n    - name: API_TOKEN\n      value: \"***\"\n    - name: X\n      value: y\n",
+    );
+    // A plain scalar runs to the end of its line, blanks inside included.
+    check(
+        "- name: db_password\r\n  value: my pass word\r\n",
+        "- name: db_password\r\n  value: ***\r\n",
+    );
+    // A plain scalar ends before a comment (` #`); a `#` inside a word is part of it.
+    check(
+        "- name: token\n  value: abc def # from vault\n",
+        "- name: token\n  value: *** # from vault\n",
+    );
+    check("- name: token\n  value: a#b", "- name: token\n  value: ***");
+    // Other keys, comments and nested blocks between name and value.
+    check(
+        "- name: CLIENT_SECRET\n  # from vault\n  meta:\n    value: v1\n  value: s3cr3t",
+        "- name: CLIENT_SECRET\n  # from vault\n  meta:\n    value: v1\n  value: ***",
+    );
+    // A block scalar: the lines under it.
+    check(
+        "- name: private_key\n  value: |\n    line one\n    line two\n- name: x",
+        "- name: private_key\n  value: |\n    ***\n- name: x",
+    );
+    // CloudFormation, YAML form; `key:` as the name field.
+    check(
+        "Parameters:\n  - ParameterKey: DbPassword\n    ParameterValue: hunter2\n",
+        "Parameters:\n  - ParameterKey: DbPassword\n    ParameterValue: ***\n",
+    );
+    check(
+        "- key: api_key\n  value: abc123",
+        "- key: api_key\n  value: ***",
+    );
+}
+
+/// S2: a YAML block value longer than the scan window, in multi-byte text, is hidden to the
+/// end of the line the window cuts (not withheld as a span off a char boundary, nor leaked).
+#[test]
+fn s2_a_long_yaml_block_value_is_hidden_to_its_line_end() {
+    let input = format!("- name: token\n  value: |\n    {}", "é".repeat(700));
+    check(&input, "- name: token\n  value: |\n    ***");
+    let input = format!(
+        "- name: token\n  value: |\n{}    {}\n- name: x",
+        "    ab\n".repeat(150),
+        "é".repeat(100)
+    );
+    check(&input, "- name: token\n  value: |\n    ***\n- name: x");
+}
+
+/// S2: YAML name/value blocks that name no secret, `valueFrom`, and a value in the next item
+/// are kept.
+#[test]
+fn s2_yaml_name_value_blocks_not_naming_a_secret_are_kept() {
+    unchanged("- name: REGION\n  value: eu-west-1");
+    unchanged("- name: PWD\n  value: /home/x");
+    unchanged("- name: password_hint\n  value: pet");
+    unchanged(
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
+    );
+    unchanged("- name: DB_PASSWORD\n- name: REGION\n  value: eu");
+    unchanged("env:\n  - name: TOKEN\n  - value: x\n");
+    unchanged("- name: TOKEN\n  items:\n  - value: x\n");
+    unchanged("username: password\nvalue: x");
+    unchanged("the name: password\nvalue: x");
+}
+
+/// S2 with the name apart from the value, the name unquoted: YAML flow mappings
+/// (`{name: password, value: x}`) and Go's `%+v` of a struct (`{Name:DB_PASSWORD Value:x}`,
+/// as Kubernetes errors print an `EnvVar`).
+#[test]
+fn s4_unquoted_name_value_pairs_are_redacted() {
+    check(
+        "{name: password, value: hunter2}",
+        "{name: password, value: ***}",
+    );
+    check(
+        "{key: api_key, value: 'x y'}",
+        "{key: api_key, value: '***'}",
+    );
+    check(
+        "{Name:DB_PASSWORD Value:hunter2 ValueFrom:nil}",
+        "{Name:DB_PASSWORD Value:*** ValueFrom:nil}",
+    );
+    check(
+        "env: [{Name:REGION Value:eu ValueFrom:nil} {Name:API_TOKEN Value:abc123 ValueFrom:nil}]",
+        "env: [{Name:REGION Value:eu ValueFrom:nil} {Name:API_TOKEN Value:*** ValueFrom:nil}]",
+    );
+    // Go's separator is one `:`; the value may start with another.
+    check(
+        "{Name:API_TOKEN Value::x# ValueFrom:nil}",
+        "{Name:API_TOKEN Value:*** ValueFrom:nil}",
+    );
+}
+
+/// S4: unquoted name fields that name no secret, prose, and Go's empty `Value:` in front of
+/// `ValueFrom:` are kept.
+#[test]
+fn s4_unquoted_names_in_prose_or_naming_no_secret_are_kept() {
+    unchanged("{name: region, value: eu-west-1}");
+    unchanged("{name: password_hint, value: pet}");
+    unchanged("{Name:PWD Value:/home/x ValueFrom:nil}");
+    unchanged("{error: name: password must be set, value: missing}");
+    unchanged("{msg: invalid value for name: password here}");
+    unchanged(
+        "{Name:DB_PASSWORD Value: ValueFrom:&EnvVarSource{SecretKeyRef:&SecretKeySelector{Key:password}}}",
+    );
+}
+
+/// S2 with the name apart from the value: CloudFormation's parameter lists,
+/// `{"ParameterKey": …, "ParameterValue": …}`, in either order.
+#[test]
+fn s2_cloudformation_parameter_pairs_are_redacted() {
+    check(
+        r#"{"ParameterKey":"DbPassword","ParameterValue":"x1y2"}"#,
+        r#"{"ParameterKey":"DbPassword","ParameterValue":"***"}"#,
+    );
+    check(
+        r#"[{"ParameterKey": "Env", "ParameterValue": "prod"}, {"ParameterValue": "hunter2", "ParameterKey": "MasterUserPassword", "UsePreviousValue": false}]"#,
+        r#"[{"ParameterKey": "Env", "ParameterValue": "prod"}, {"ParameterValue": "***", "ParameterKey": "MasterUserPassword", "UsePreviousValue": false}]"#,
+    );
+    check(
+        r#"body: "{\"ParameterKey\":\"ApiToken\",\"ParameterValue\":\"abc\"}""#,
+        r#"body: "{\"ParameterKey\":\"ApiToken\",\"ParameterValue\":\"***\"}""#,
+    );
+    unchanged(r#"{"ParameterKey":"DbPasswordLength","ParameterValue":"16"}"#);
+    unchanged(r#"{"ParameterKey":"Env","ParameterValue":"password"}"#);
+    unchanged(r#"{"OtherKey":"DbPassword","ParameterValue":"x"}"#);
+}
+
+/// S2 with the name apart from the value: the AWS CLI's shorthand for CloudFormation
+/// parameters, `ParameterKey=DbPassword,ParameterValue=…`, in either order.
+#[test]
+fn s2_cloudformation_cli_shorthand_is_redacted() {
+    check(
+        "aws cloudformation deploy --parameters ParameterKey=Env,ParameterValue=prod ParameterKey=DbPassword,ParameterValue=hunter2 failed",
+        "aws cloudformation deploy --parameters ParameterKey=Env,ParameterValue=prod ParameterKey=DbPassword,ParameterValue=*** failed",
+    );
+    check(
+        "ParameterValue=s3cr3t,ParameterKey=ApiToken,UsePreviousValue=false",
+        "ParameterValue=***,ParameterKey=ApiToken,UsePreviousValue=false",
+    );
+    check(
+        "ParameterKey=MasterUserPassword,ParameterValue='my pass'",
+        "ParameterKey=MasterUserPassword,ParameterValue='***'",
+    );
+    unchanged("ParameterKey=DbPasswordLength,ParameterValue=16");
+    unchanged("ParameterKey=Env,ParameterValue=password");
+    unchanged("ParameterValue=x");
+}
+
+/// S2 with the name apart from the value: an HTML `<meta>` tag holds its value in `content`
+/// (`<meta name="csrf-token" content="…">`, Rails and Laravel pages).
+#[test]
+fn s2_html_meta_csrf_token_is_redacted() {
+    check(
+        r#"<meta name="csrf-token" content="Zm9vYmFy==">"#,
+        r#"<meta name="csrf-token" content="***">"#,
+    );
+    check(
+        r#"<head><meta content='abc' name='csrf-token' /><title>x</title>"#,
+        r#"<head><meta content='***' name='csrf-token' /><title>x</title>"#,
+    );
+    unchanged(r#"<meta name="csrf-param" content="authenticity_token">"#);
+    unchanged(r#"<meta name="description" content="token shop">"#);
+    unchanged(r#"<div name="csrf-token" content="x">"#);
 }
 
 /// S2: ordinary name/value pairs stay readable, a name that is no secret key by itself
@@ -865,6 +1107,9 @@ const WORD: &str =
 /// [`WORD`] without `>`, which ends an unquoted attribute value.
 const WORD_NO_GT: &str =
     r#"[A-Za-z0-9!#$%+./:@^_~-]{4,12}([,;&)\]}"'][A-Za-z0-9!#$%+./:@^_~-]{1,8}){0,2}"#;
+/// A connection-string value with blanks inside (no `;`, which ends it, and no quote, which
+/// may close the string the connection string is in).
+const SPACED: &str = r"[A-Za-z0-9!#$%+./:@^_~-]{2,8}( [A-Za-z0-9!#$%+./:@^_~-]{1,8}){1,2}";
 /// A header value: anything printable but quotes (a leading quote would make it a quoted value).
 const HEADER: &str = r"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&-]{8,24}";
 /// A quoted secret: anything printable, spaces and quotes included (each form escapes it).
@@ -939,6 +1184,16 @@ fn forms() -> Vec<Form> {
         ("S2 odbc pwd", "[A-Za-z0-9!#$%+./:@^_~-]{8,24}", |s| {
             format!("Driver={{ODBC Driver 18}};Server=h;Uid=sa;Pwd={s};Encrypt=yes")
         }),
+        // Unbraced with blanks inside: in a connection string the value runs to the `;`.
+        ("S2 odbc pwd spaced", SPACED, |s| {
+            format!("Driver={{ODBC Driver 18}};Server=h;Uid=sa;Pwd={s};Encrypt=yes")
+        }),
+        ("S2 ado password spaced", SPACED, |s| {
+            format!("Server=tcp:h,1433;User Id=u;Password={s};Encrypt=true")
+        }),
+        ("S2 odbc pwd spaced last", SPACED, |s| {
+            format!("DSN=x;UID=u;PWD={s}")
+        }),
         // Braced: anything, `;` and `}` included (doubled, as ODBC escapes it).
         ("S2 odbc pwd braced", QUOTED, |s| {
             format!("DSN=x;UID=u;PWD={{{}}};APP=y", s.replace('}', "}}"))
@@ -975,6 +1230,45 @@ fn forms() -> Vec<Form> {
                 escape(s, '"')
             )
         }),
+        ("S2 cloudformation parameter", QUOTED, |s| {
+            format!(
+                r#"[{{"ParameterKey":"Env","ParameterValue":"prod"}},{{"ParameterKey":"DbPassword","ParameterValue":"{}"}}]"#,
+                escape(s, '"')
+            )
+        }),
+        ("S2 cloudformation cli shorthand", WORD, |s| {
+            format!("--parameters ParameterKey=Env,ParameterValue=prod ParameterKey=DbPassword,ParameterValue={s} --capabilities x")
+        }),
+        // A `content` attribute value: anything but its own quote.
+        (
+            "S2 html meta content",
+            r#"[A-Za-z0-9 !#$%+,./:;=?@^_~(){}<>&'\\-]{8,24}"#,
+            |s| format!(r#"<head><meta name="csrf-token" content="{s}"><title>t</title>"#),
+        ),
+        // A YAML plain scalar: anything but a leading quote or bracket (a quoted or flow
+        // value), `|`/`>` (a block) or `#`; blanks inside, but no `#`, which starts a comment
+        // after a blank.
+        (
+            "S2 yaml name/value",
+            r#"[A-Za-z0-9!$%+,./:;=?@^_~()&-][A-Za-z0-9 !$%+,./:;=?@^_~(){}<>&'"\\-]{7,23}"#,
+            |s| {
+                format!(
+                    "\nenv:\n- name: REGION\n  value: eu\n- name: DB_PASSWORD\n  value: {s}\n- name: X\n  value: y\n"
+                )
+            },
+        ),
+        ("S2 yaml cloudformation", QUOTED, |s| {
+            format!(
+                "\n  - ParameterKey: MasterUserPassword\n    ParameterValue: \"{}\"\n",
+                escape(s, '"')
+            )
+        }),
+        ("S4 flow name/value", WORD, |s| {
+            format!("{{name: region, value: eu}} {{name: db_password, value: {s}}}")
+        }),
+        ("S4 go name/value", WORD, |s| {
+            format!("[{{Name:REGION Value:eu ValueFrom:nil}} {{Name:API_TOKEN Value:{s} ValueFrom:nil}}]")
+        }),
         ("S2 debug name/value", QUOTED, |s| {
             format!("EnvVar {{ name: \"API_KEY\", value: Some({:?}) }}", s)
         }),
@@ -1001,6 +1295,91 @@ fn forms() -> Vec<Form> {
     ]
 }
 
+/// A piece of text the patterns look for, for the soup properties.
+fn soup_piece() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("password"),
+        Just("Token"),
+        Just("api-key"),
+        Just("Authorization"),
+        Just("cookie"),
+        Just("="),
+        Just(":"),
+        Just("::"),
+        Just(" "),
+        Just("\n"),
+        Just("\""),
+        Just("'"),
+        Just("\\"),
+        Just("\\\""),
+        Just(","),
+        Just(";"),
+        Just("&"),
+        Just(")"),
+        Just("}"),
+        Just("{"),
+        Just("["),
+        Just("Some("),
+        Just("b'"),
+        Just("://"),
+        Just("@"),
+        Just("/"),
+        Just("ghp_"),
+        Just("eyJ"),
+        Just("."),
+        Just("AKIA"),
+        Just("-----BEGIN RSA PRIVATE KEY-----"),
+        Just("-----END"),
+        Just("-"),
+        Just("Bearer "),
+        Just("None"),
+        Just("***"),
+        Just("abcdefghijklmnopqrstuvwxyz0123"),
+        Just("é"),
+        Just("🦀"),
+        Just("x"),
+        Just("<"),
+        Just(">"),
+        Just("</"),
+        Just("<![CDATA["),
+        Just("]]>"),
+        Just("<conn "),
+        Just(" user="),
+        Just("/>"),
+        Just("Pwd="),
+        Just("Server=h;"),
+        Just("}}"),
+        Just("name"),
+        Just("key"),
+        Just("value"),
+        Just(" value="),
+        Just("{\"name\":\"token\","),
+        Just("\"value\":"),
+        Just("<add key='Secret' "),
+        Just("<meta name=\"csrf-token\" "),
+        Just("content="),
+        Just("{\"ParameterKey\":\"DbPassword\","),
+        Just("\"ParameterValue\":"),
+        Just("\n- name: DB_PASSWORD"),
+        Just("\n  value: "),
+        Just("\n  valueFrom:"),
+        Just("  "),
+        Just("|"),
+        Just("\r"),
+        Just("- key: token"),
+        Just("{name: password, "),
+        Just("Name:DB_PASSWORD "),
+        Just("Value:"),
+        Just("Value: ValueFrom:"),
+        Just("ParameterKey=Token,"),
+        Just("ParameterValue="),
+        Just("Password="),
+        Just("my pass"),
+        Just("Uid=u;"),
+        Just("Pwd=a b;"),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -1018,27 +1397,27 @@ proptest! {
     /// S1–S5 on text built from the pieces the patterns look for, so every branch is hit.
     #[test]
     fn s1_s5_pattern_soup_is_bounded_and_idempotent(
-        pieces in proptest::collection::vec(
-            prop_oneof![
-                Just("password"), Just("Token"), Just("api-key"), Just("Authorization"),
-                Just("cookie"), Just("="), Just(":"), Just("::"), Just(" "), Just("\n"),
-                Just("\""), Just("'"), Just("\\"), Just("\\\""), Just(","), Just(";"),
-                Just("&"), Just(")"), Just("}"), Just("{"), Just("["), Just("Some("),
-                Just("b'"), Just("://"), Just("@"), Just("/"), Just("ghp_"), Just("eyJ"),
-                Just("."), Just("AKIA"), Just("-----BEGIN RSA PRIVATE KEY-----"),
-                Just("-----END"), Just("-"), Just("Bearer "), Just("None"), Just("***"),
-                Just("abcdefghijklmnopqrstuvwxyz0123"), Just("é"), Just("🦀"), Just("x"),
-                Just("<"), Just(">"), Just("</"), Just("<![CDATA["), Just("]]>"),
-                Just("<conn "), Just(" user="), Just("/>"), Just("Pwd="), Just("Server=h;"),
-                Just("}}"), Just("name"), Just("key"), Just("value"), Just(" value="),
-                Just("{\"name\":\"token\","), Just("\"value\":"), Just("<add key='Secret' "),
-            ],
-            0..60,
-        )
+        pieces in proptest::collection::vec(soup_piece(), 0..60)
     ) {
         let input: String = pieces.concat();
         let once = sanitize(&input);
         prop_assert!(once.chars().count() <= MAX_CHARS + 3);
+        // Never the fail-closed refusal, which a span off a char boundary would cause.
+        prop_assert!(!once.contains("sanitizer unavailable"), "input: {:?}", input);
+        prop_assert_eq!(sanitize(&once), once.clone(), "input: {:?}", input);
+    }
+
+    /// S1–S5 on soup repeated past the scan windows (1 KB), multi-byte pieces included:
+    /// bounded, idempotent, and never the fail-closed refusal.
+    #[test]
+    fn s1_s5_long_soup_is_bounded_and_idempotent(
+        pieces in proptest::collection::vec(soup_piece(), 1..40),
+        times in 10..80usize,
+    ) {
+        let input = pieces.concat().repeat(times);
+        let once = sanitize(&input);
+        prop_assert!(once.chars().count() <= MAX_CHARS + 3);
+        prop_assert!(!once.contains("sanitizer unavailable"), "input: {:?}", input);
         prop_assert_eq!(sanitize(&once), once.clone(), "input: {:?}", input);
     }
 
@@ -1096,8 +1475,49 @@ fn s2_is_secret_key_follows_the_key_rule() {
         "password_hint",
         "token::Kind",
         "PWD",
+        "ParameterValue",
         "",
     ] {
         assert!(!is_secret_key(key), "{key}");
+    }
+}
+
+/// S2: hostile input shaped like the YAML and connection-string forms is still sanitized in
+/// linear time (every scan is bounded, and a name field inside an earlier one's scan at its
+/// column is skipped).
+#[test]
+fn s2_yaml_and_connection_string_scans_stay_linear() {
+    let staircase: String = (0..2_500)
+        .map(|i| format!("{}name: password\n", " ".repeat(i % 64)))
+        .collect();
+    let inputs = [
+        "name: password\n".repeat(8_000),
+        "- name: password\n".repeat(7_000),
+        staircase,
+        format!("- name: token\n  value: |\n{}", "    x\n".repeat(20_000)),
+        format!(
+            "- name: token\n  value: |\n{}",
+            "    - name: token\n      value: |\n".repeat(3_500)
+        ),
+        "- name: token\n  value:\n\n\n\n\n\n\n\n\n\n".repeat(4_500),
+        "Server=h;Pwd=a b;".repeat(7_000),
+        "Server=h;Password=a b;".repeat(6_000),
+        "- ParameterKey: DbPassword\n".repeat(4_500),
+        "{Name:DB_PASSWORD Value:".repeat(5_000),
+        "{name: password, value: ".repeat(5_000),
+        "ParameterKey=DbPassword,ParameterValue=x,".repeat(3_000),
+        "{\"ParameterKey\":\"DbPassword\",\"ParameterValue\":".repeat(2_500),
+    ];
+    for input in &inputs {
+        let started = std::time::Instant::now();
+        let out = sanitize(input);
+        let took = started.elapsed();
+        assert!(out.chars().count() <= MAX_CHARS + 3);
+        eprintln!("{} bytes: {took:?}", input.len());
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{took:?} on {} bytes",
+            input.len()
+        );
     }
 }

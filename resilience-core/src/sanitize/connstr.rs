@@ -39,8 +39,37 @@ pub(super) fn pwd_value(text: &str, start: usize, matched: &[u8]) -> Option<Exte
     if separator.next() != Some(&b'=') || separator.next().is_some() {
         return None;
     }
-    let found = value::extent(text, start + matched.len(), KeyKind::Odbc)?;
+    let found = value::extent(text, start + matched.len(), KeyKind::Connection)?;
     in_connection_string(b, start, found.resume).then_some(found)
+}
+
+/// The value of another secret key (`Password=`, `Token=`) whose one-word value is `word`
+/// (what [`KeyKind::Word`] found from `value_start`; the key's name ends there, and its last
+/// part starts at `key_start`): in a connection string, the value runs to the next `;`, so
+/// `Server=h;Password=my pass;` hides `my pass`. Elsewhere, the word.
+pub(super) fn widened(
+    text: &str,
+    key_start: usize,
+    value_start: usize,
+    word: Option<Extent>,
+) -> Option<Extent> {
+    let Some(wide) = value::extent(text, value_start, KeyKind::Connection) else {
+        return word;
+    };
+    if word.as_ref().is_some_and(|w| w.hide == wide.hide) {
+        return word;
+    }
+    let b = text.as_bytes();
+    // Back to the start of the whole name (`DB_Password`, `User Password`).
+    let name = b[..key_start]
+        .iter()
+        .rposition(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')))
+        .map_or(0, |p| p + 1);
+    if in_connection_string(b, name, wide.resume) {
+        Some(wide)
+    } else {
+        word
+    }
 }
 
 /// Whether the run of `;`-separated pairs holding the pair at `pair_start..pair_end` has a
@@ -59,10 +88,7 @@ fn in_connection_string(b: &[u8], pair_start: usize, pair_end: usize) -> bool {
             break;
         }
         let end = at - 1;
-        let begin = b[lo..end]
-            .iter()
-            .rposition(|&c| matches!(c, b';' | b'\n' | b'\r'))
-            .map_or(lo, |p| lo + p + 1);
+        let begin = memchr::memrchr3(b';', b'\n', b'\r', &b[lo..end]).map_or(lo, |p| lo + p + 1);
         match has_key(&b[begin..end]) {
             Some(true) => return true,
             Some(false) => at = begin,
@@ -78,10 +104,7 @@ fn in_connection_string(b: &[u8], pair_start: usize, pair_end: usize) -> bool {
             break;
         }
         let begin = at + 1;
-        let end = b[begin..hi]
-            .iter()
-            .position(|&c| matches!(c, b';' | b'\n' | b'\r'))
-            .map_or(hi, |p| begin + p);
+        let end = memchr::memchr3(b';', b'\n', b'\r', &b[begin..hi]).map_or(hi, |p| begin + p);
         match has_key(&b[begin..end]) {
             Some(true) => return true,
             Some(false) => at = end,
@@ -100,7 +123,7 @@ fn is_blank(c: u8) -> bool {
 /// an `=` (so `error: Driver={…}` and `conn="Data Source=h` have one).
 fn has_key(segment: &[u8]) -> Option<bool> {
     let mut pair = false;
-    for (eq, _) in segment.iter().enumerate().filter(|(_, &c)| c == b'=') {
+    for eq in memchr::memchr_iter(b'=', segment) {
         pair = true;
         let before = &segment[..eq];
         let key_start = before

@@ -53,8 +53,9 @@
 //!   closing punctuation (`"` `'` `,` `;` `&` `)` `]` `}` `>`) that is followed by
 //!   whitespace, the end, or another `key=`; punctuation inside the word is part of the
 //!   value, so `password=a,b;c` is hidden whole while `password=x&user=bob` keeps
-//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. An unquoted
-//!   password containing a space cannot be told apart from prose and leaks after the space.
+//!   `&user=bob`. `Bearer`/`Basic` in front of a credential is hidden with it. Outside a
+//!   connection string (below), an unquoted password containing a space cannot be told
+//!   apart from prose and leaks after the space.
 //! - *XML*: an element named like a secret key, `<password>abc</password>` or
 //!   `<db:password>`, is a pair whose value is the element's text up to the next tag (blanks
 //!   around it kept; a `<![CDATA[…]]>` section's content), or to the end when no tag follows.
@@ -79,10 +80,45 @@
 //!   abc</param>`, `<entry key="password">…</entry>`); in an object, a member of the same
 //!   `{…}` (nested objects and lists are stepped over, so `value` in one object is never
 //!   hidden for a name in the next). `{"name": "region", "value": "eu"}` and `name="PWD"` are
-//!   kept. Looked for only in text holding a `<`, or a `{` and the word `value`.
+//!   kept. An HTML `<meta>` tag holds its value in `content`: `<meta name="csrf-token"
+//!   content="…">` hides the token. CloudFormation's `{"ParameterKey": "DbPassword",
+//!   "ParameterValue": "…"}` pairs `ParameterKey` with `ParameterValue` the same way, and so
+//!   does the AWS CLI's shorthand, `ParameterKey=DbPassword,ParameterValue=…` (either order,
+//!   neighbours in one `,`-separated run; the value is one word, as under a key). The
+//!   name may be unquoted where what follows it says it is a field, not prose: `,` or `}`
+//!   (a YAML flow mapping, `{name: password, value: x}` → `{name: password, value: ***}`),
+//!   or a blank and the next `Field:` (Go's `%+v`, `{Name:DB_PASSWORD Value:x ValueFrom:nil}`
+//!   → `Value:***`; Go prints an empty `Value: ` before `ValueFrom:`, which is kept). So
+//!   `{error: name: password must be set, value: x}` is left alone. An unquoted value is one
+//!   word there, as under a key: Go's `Value:my pass` leaks `pass`. Looked for only in text
+//!   holding a `<`, or a `{` and the word `value`.
+//! - *Name and value apart, in YAML*: a block mapping whose `name:` or `key:` (or
+//!   `ParameterKey:`) line names a secret key hides its `value:` (`ParameterValue:`) key's
+//!   value, a later line of the same mapping (indented to the same column, before a line
+//!   indented less): `- name: DB_PASSWORD` / `  value: hunter2` → `  value: ***`, a
+//!   Kubernetes env list. The name must start its line (after blanks and an optional `- `),
+//!   be alone on it, quoted or not, and follow its colon at once (`name :` is not looked
+//!   for). A plain value runs to the end of its line, blanks inside included, or to a
+//!   comment (` #`, kept); a quoted one is hidden inside its quotes; a block scalar
+//!   (`|`, `>`) or a value on the lines below hides those lines. `valueFrom:` is another key
+//!   and is kept. Looked for only in text holding a line break and a `name:` or `key:`.
+//!   Still not seen: `value:` written before `name:` (`kubectl` prints `name` first), YAML
+//!   whose line breaks are escaped (`\n` inside a JSON string), a mapping indented 64
+//!   columns or more, and a value more than 1024 bytes after its name line.
 //! - *YAML and connection strings*: `password: abc` is a pair, and so is each
 //!   `Password=abc;` of an ADO.NET string and `password=abc` of a libpq DSN (the `;` before
-//!   the next `key=` ends the value).
+//!   the next `key=` ends the value). In a connection string (a `;`-separated run of
+//!   `key=value` pairs holding one of the keys listed under `Pwd=` below), the unquoted value
+//!   of a password key (`…password`, `…passwd`, `…passphrase`, ODBC's `Pwd`) after a lone `=`
+//!   runs to the next `;`, blanks inside included, blanks before the `;` kept:
+//!   `Server=h;Uid=sa;Pwd=my pass;` → `…;Pwd=***;`, and the same for `Password=`. The last
+//!   pair's value, with no `;` after it, runs to the end of the line, or to a quote followed
+//!   by a blank, the end or closing punctuation (the end of the string the connection string
+//!   is in): `"Data Source=h;Password=my pass" failed` → `"Data Source=h;Password=***"
+//!   failed`, but `DSN=x;PWD=my pass failed (08001)` loses ` failed (08001)` too, and
+//!   `password=abc retrying; Server=h down` reads as one and loses ` retrying`. A password
+//!   holding a quote then a blank leaks after it; other secret keys hold generated values
+//!   and keep the one-word rule there too (`Token=abc def;` would leak `def`).
 //! - *ODBC's `Pwd=`* is a secret key only in a connection string, since a shell's
 //!   `PWD=/home/me` is no secret: where its `;`-separated run of `key=value` pairs also has
 //!   a `Driver`, `DSN`, `FileDSN`, `Server`, `Uid`, `User Id`, `Data Source`, `Database`,
@@ -138,6 +174,7 @@ mod pairs;
 mod patterns;
 mod truncate;
 mod value;
+mod yaml;
 
 pub use truncate::MAX_CHARS;
 
@@ -197,11 +234,13 @@ pub fn is_secret_key(key: &str) -> bool {
         return true;
     };
     let probe = format!("{}=", key.to_ascii_lowercase());
-    // `pwd` is a secret key only inside a connection string, which a key alone is not.
-    patterns
-        .key
-        .find_iter(probe.as_bytes())
-        .any(|m| m.end() == probe.len() && !m.as_bytes().starts_with(b"pwd"))
+    // `pwd` is a secret key only inside a connection string, which a key alone is not, and
+    // `parametervalue` only next to a `ParameterKey` naming a secret.
+    patterns.key.find_iter(probe.as_bytes()).any(|m| {
+        m.end() == probe.len()
+            && !m.as_bytes().starts_with(b"pwd")
+            && !m.as_bytes().starts_with(b"parametervalue")
+    })
 }
 
 /// Redaction rounds until nothing changes. Merging the spans of two detectors can join text
@@ -241,6 +280,9 @@ fn redact_round(patterns: &patterns::Patterns, text: &str) -> Result<Option<Stri
     }
     if pairs::may_hold_pairs(&lower, marks) {
         pairs::pair_spans(&patterns.name_field, text, &lower, &mut spans);
+    }
+    if marks.lines && yaml::may_hold_names(&lower) {
+        yaml::pair_spans(&patterns.yaml_name_field, text, &lower, &mut spans);
     }
     shaped_spans(&patterns.shaped, text, &mut spans);
     redact(text, spans)
@@ -290,6 +332,9 @@ fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Opti
     if matched.starts_with(b"pwd") {
         return connstr::pwd_value(text, start, matched);
     }
+    if matched.starts_with(b"parametervalue") {
+        return pairs::shorthand_value(text, start, matched);
+    }
     let in_tag =
         tags && sep == Some(&b'=') && is_bare_key(matched) && markup::in_start_tag(b, start);
     let kind = if in_tag {
@@ -299,7 +344,30 @@ fn value_after_key(text: &str, start: usize, matched: &[u8], tags: bool) -> Opti
     } else {
         KeyKind::Word
     };
-    value::extent(text, end, kind)
+    let found = value::extent(text, end, kind);
+    if kind == KeyKind::Word
+        && matched.starts_with(b"pass")
+        && sep == Some(&b'=')
+        && is_plain_assignment(matched)
+    {
+        // `Password=` in a connection string: the value runs to the next `;`. Only for a
+        // password (`pass` starts `password`, `passwd` and `passphrase`): a human-chosen
+        // secret may hold a blank, a generated token or key does not.
+        return connstr::widened(text, start, end, found);
+    }
+    found
+}
+
+/// Whether `matched` is a bare key and a lone `=` (`Password = `, not `"password"=`,
+/// `token:=` or `key=>`).
+fn is_plain_assignment(matched: &[u8]) -> bool {
+    is_bare_key(matched)
+        && matched
+            .iter()
+            .rev()
+            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'=' | b':' | b'>'))
+            .filter(|&&c| c != b' ' && c != b'\t')
+            .eq([&b'='])
 }
 
 /// Whether the key in `matched` is not quoted (`password=`, not `"password"=`).

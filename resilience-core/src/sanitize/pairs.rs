@@ -45,8 +45,11 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         if start < hidden_to {
             continue;
         }
+        // CloudFormation's `ParameterKey`, whose sibling is `ParameterValue`.
+        let prefix = parameter_prefix(lower, start, m.as_bytes());
+        let field = start - prefix.len();
         // The whole field name: not `filename` or `api_key`.
-        if start > 0 && (is_word_byte(b[start - 1]) || matches!(b[start - 1], b'-' | b'.')) {
+        if field > 0 && (is_word_byte(b[field - 1]) || matches!(b[field - 1], b'-' | b'.')) {
             continue;
         }
         let Some(sep) = m.as_bytes().iter().position(|&c| c == b'=' || c == b':') else {
@@ -62,7 +65,7 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
             .then(|| tag_open(b, start))
             .flatten();
         let attribute = tag.is_some();
-        let scope = tag.or_else(|| enclosing_brace(b, key_start(b, start)));
+        let scope = tag.or_else(|| enclosing_brace(b, key_start(b, field)));
         let Some(open) = scope else {
             continue;
         };
@@ -73,12 +76,79 @@ pub(super) fn pair_spans(name_re: &Regex, text: &str, lower: &[u8], spans: &mut 
         let hide = if attribute {
             tag_value(text, open)
         } else {
-            object_value(text, open)
+            object_value(
+                text,
+                open,
+                value_field(prefix),
+                is_go_field(m.as_bytes(), sep),
+            )
         };
         if let Some(hide) = hide {
             hidden_to = hidden_to.max(hide.end);
             spans.push(hide);
         }
+    }
+}
+
+/// The value after the AWS CLI's `ParameterValue=` at `start` (with its separator,
+/// `matched`, lowercased), if a `ParameterKey=` naming a secret is its neighbour in the
+/// same `,`-separated run: `ParameterKey=DbPassword,ParameterValue=…`, either order.
+pub(super) fn shorthand_value(text: &str, start: usize, matched: &[u8]) -> Option<value::Extent> {
+    const KEY: &[u8] = b"parameterkey=";
+    if matched != b"parametervalue=" {
+        return None;
+    }
+    let b = text.as_bytes();
+    let found = value::extent(text, start + matched.len(), KeyKind::Word)?;
+    let ends = |c: u8| c == b',' || c.is_ascii_whitespace();
+    // The `ParameterKey=…` element from `from` to `to`: whether it names a secret.
+    let names_secret = |from: usize, to: usize| {
+        b[from..to].len() > KEY.len()
+            && b[from..from + KEY.len()].eq_ignore_ascii_case(KEY)
+            && text
+                .get(from + KEY.len()..to)
+                .is_some_and(super::is_secret_key)
+    };
+    let before = start
+        .checked_sub(1)
+        .filter(|&c| b[c] == b',')
+        .is_some_and(|comma| {
+            let from = b[..comma]
+                .iter()
+                .rposition(|&c| ends(c))
+                .map_or(0, |p| p + 1);
+            names_secret(from, comma)
+        });
+    let after = || {
+        b.get(found.resume) == Some(&b',') && {
+            let from = found.resume + 1;
+            let to = b[from..]
+                .iter()
+                .position(|&c| ends(c))
+                .map_or(b.len(), |p| from + p);
+            names_secret(from, to)
+        }
+    };
+    (before || after()).then_some(found)
+}
+
+/// `parameter` when the name field matched at `start` (`field`, the match) is
+/// CloudFormation's `ParameterKey`; else empty.
+fn parameter_prefix<'a>(lower: &'a [u8], start: usize, field: &[u8]) -> &'a [u8] {
+    const PARAMETER: &[u8] = b"parameter";
+    match lower[..start].strip_suffix(PARAMETER) {
+        Some(_) if field.starts_with(b"key") => &lower[start - PARAMETER.len()..start],
+        _ => b"",
+    }
+}
+
+/// The name of the value field paired with a name field after `prefix`: `value`, or
+/// `parametervalue` for `ParameterKey` (compared without case).
+fn value_field(prefix: &[u8]) -> &'static [u8] {
+    if prefix.is_empty() {
+        b"value"
+    } else {
+        b"parametervalue"
     }
 }
 
@@ -93,20 +163,32 @@ fn up_to(text: &str, hi: usize) -> &str {
 }
 
 /// Where the name in `field` (a match of the name field pattern at `start`, its separator at
-/// `sep`) is: between the quotes after the separator.
+/// `sep`) is: after the separator, blanks and any opening quote, the run of the bytes the
+/// pattern allows in a name.
 fn named(field: &[u8], sep: usize, start: usize) -> Range<usize> {
     let open = sep
         + 1
         + field[sep + 1..]
             .iter()
-            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'\\'))
-            .count()
-        + 1;
-    let mut close = field.len() - 1;
-    if close > open && field[close - 1] == b'\\' {
-        close -= 1;
-    }
-    start + open.min(close)..start + close
+            .take_while(|&&c| matches!(c, b' ' | b'\t' | b'\\' | b'"' | b'\''))
+            .count();
+    let len = field[open..]
+        .iter()
+        .take_while(|&&c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'/' | b'-')
+        })
+        .count();
+    start + open..start + open + len
+}
+
+/// Whether the name field `field` (its separator at `sep`) is Go's `%+v` form, `Name:X`: not
+/// quoted, and no blank after the separator. Go prints an empty string as nothing, so its
+/// `Value: ValueFrom:…` has an empty value, not `ValueFrom:…`.
+fn is_go_field(field: &[u8], sep: usize) -> bool {
+    field[sep] == b':'
+        && field
+            .get(sep + 1)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// A byte of an identifier.
@@ -131,8 +213,9 @@ fn tag_open(b: &[u8], at: usize) -> Option<usize> {
     None
 }
 
-/// In the start tag opening at `open`: the value of its `value` attribute; without one, the
-/// element's text when a closing tag of the same name follows it (or the text ends).
+/// In the start tag opening at `open`: the value of its `value` attribute (`content` in a
+/// `<meta>` tag); without one, the element's text when a closing tag of the same name follows
+/// it (or the text ends).
 fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
     let b = text.as_bytes();
     let name = open + 1
@@ -142,6 +225,11 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
                 .iter()
                 .take_while(|&&c| is_name_byte(c))
                 .count();
+    let value_attribute: &[u8] = if b[name.clone()].eq_ignore_ascii_case(b"meta") {
+        b"content"
+    } else {
+        b"value"
+    };
     let window = up_to(text, open.saturating_add(TAG_WINDOW));
     let all = b;
     let b = window.as_bytes();
@@ -177,7 +265,7 @@ fn tag_value(text: &str, open: usize) -> Option<Range<usize>> {
             .iter()
             .take_while(|c| c.is_ascii_whitespace())
             .count();
-        if value_at.is_none() && b[attr].eq_ignore_ascii_case(b"value") {
+        if value_at.is_none() && b[attr].eq_ignore_ascii_case(value_attribute) {
             value_at = Some(j);
         }
         j = value::end(window, j, KeyKind::Attribute).max(j);
@@ -235,9 +323,10 @@ fn enclosing_brace(b: &[u8], at: usize) -> Option<usize> {
     None
 }
 
-/// The value of the `value` member of the object opening at `open`, if it has one (quoted
-/// or not: `"value":`, `'value':`, `\"value\":`, `value:`).
-fn object_value(text: &str, open: usize) -> Option<Range<usize>> {
+/// The value of the `value` member (named `field`) of the object opening at `open`, if it
+/// has one (quoted or not: `"value":`, `'value':`, `\"value\":`, `value:`). `go`: the
+/// object is Go's `%+v` (see [`is_go_field`]), where a blank after `Value:` means it is empty.
+fn object_value(text: &str, open: usize, field: &[u8], go: bool) -> Option<Range<usize>> {
     let window = up_to(text, open.saturating_add(WINDOW));
     let b = window.as_bytes();
     let hi = b.len();
@@ -263,8 +352,14 @@ fn object_value(text: &str, open: usize) -> Option<Range<usize>> {
             None
         };
         if let Some((_, key)) = key {
-            if key.eq_ignore_ascii_case(b"value") {
-                if let Some(at) = after_separator(b, j) {
+            if key.eq_ignore_ascii_case(field) {
+                // Go's `Value:` is one `:`, the value right after it: empty before a blank,
+                // and it may start with `:` itself.
+                let go_value = (go && b.get(j) == Some(&b':')).then_some(j + 1);
+                if go_value.is_some_and(|at| b.get(at).is_none_or(u8::is_ascii_whitespace)) {
+                    return None;
+                }
+                if let Some(at) = go_value.or_else(|| after_separator(b, j)) {
                     return value::extent(text, at, KeyKind::Word).map(|e| e.hide);
                 }
             }

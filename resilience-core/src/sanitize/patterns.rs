@@ -31,8 +31,9 @@ macro_rules! secret_words {
 const KEY_THEN_SEPARATOR: &str = concat!(
     r"(?-u)(?:",
     secret_words!(),
-    // ODBC's `Pwd`: a secret only in a connection string (checked by the caller).
-    r"|pwd)",
+    // ODBC's `Pwd`: a secret only in a connection string (checked by the caller). The AWS
+    // CLI's `ParameterValue`: one only next to a `ParameterKey` naming a secret (likewise).
+    r"|pwd|parametervalue)",
     // A closing quote of a quoted key, possibly escaped (JSON inside a string), and the
     // separator; or the `>` of an XML start tag (checked to be one by the caller).
     r#"(?:(?:\\?["'])?"#,
@@ -47,13 +48,29 @@ const ELEMENT_WITH_ATTRIBUTES: &str =
     concat!(r"(?-u)<[a-z0-9_.:-]*(?:", secret_words!(), r")[ \t\r\n]",);
 
 /// A `name` or `key` field whose quoted value is a secret key (`key="Password"`,
-/// `"Name": "DB_PASSWORD"`, `name: "api_key"`), the secret word closing the value.
-/// Lowercase only, as [`KEY_THEN_SEPARATOR`]. Run only on text that may hold
-/// such a pair (see `pairs.rs`), whose sibling `value` field is then hidden.
+/// `"Name": "DB_PASSWORD"`, `name: "api_key"`), the secret word closing the value. Or, not
+/// quoted (a YAML flow mapping, Go's `%+v`), followed by `,` or `}`, or by a blank and the
+/// next `field:` (`{name: password, …}`, `{Name:DB_PASSWORD Value:…}`), so that prose such
+/// as `name: password must be set` is not one. Lowercase only, as [`KEY_THEN_SEPARATOR`].
+/// Run only on text that may hold such a pair (see `pairs.rs`), whose sibling `value` field
+/// is then hidden.
 const NAME_FIELD: &str = concat!(
-    r#"(?-u)(?:name|key)(?:\\?["'])?[ \t]*[:=][ \t]*\\?["'][a-z0-9_.:/-]*(?:"#,
+    r#"(?-u)(?:name|key)(?:(?:\\?["'])?[ \t]*[:=][ \t]*\\?["'][a-z0-9_.:/-]*(?:"#,
     secret_words!(),
     r#")\\?["']"#,
+    r#"|[ \t]*[:=][ \t]*[a-z0-9_.:/-]*(?:"#,
+    secret_words!(),
+    r#")(?:[ \t]*[,}]|[ \t]+[a-z_]+:))"#,
+);
+
+/// A YAML `name:` or `key:` field whose value, alone on its line, is a secret key
+/// (`- name: DB_PASSWORD`, `key: 'api_key'`, `ParameterKey: DbPassword`). Lowercase only, as
+/// [`KEY_THEN_SEPARATOR`]. Run only on text holding a line break (see `yaml.rs`, which checks
+/// that the line ends there and the field starts it).
+const YAML_NAME_FIELD: &str = concat!(
+    r#"(?-u)(?:name|key):[ \t]+["']?[a-z0-9_.:/-]*(?:"#,
+    secret_words!(),
+    r#")["']?[ \t]*"#,
 );
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
@@ -98,6 +115,8 @@ pub(super) struct Patterns {
     pub(super) element: BytesRegex,
     /// [`NAME_FIELD`], matched against the lowercased text.
     pub(super) name_field: BytesRegex,
+    /// [`YAML_NAME_FIELD`], matched against the lowercased text.
+    pub(super) yaml_name_field: BytesRegex,
 }
 
 static PATTERNS: LazyLock<Result<Patterns, regex::Error>> = LazyLock::new(|| {
@@ -106,19 +125,21 @@ static PATTERNS: LazyLock<Result<Patterns, regex::Error>> = LazyLock::new(|| {
         shaped: Regex::new(SHAPED)?,
         element: BytesRegex::new(ELEMENT_WITH_ATTRIBUTES)?,
         name_field: BytesRegex::new(NAME_FIELD)?,
+        yaml_name_field: BytesRegex::new(YAML_NAME_FIELD)?,
     })
 });
 
 /// The text in ASCII lowercase, which has the same byte offsets (so a match in it is a match
-/// in the text), and whether the text holds a `<` or a `{` (without one, there is no XML or
-/// no object to look at). One pass for all, which the compiler vectorises; bytes, as a
-/// `String` would have to be checked for UTF-8 again.
+/// in the text), and whether the text holds a `<`, a `{` or a line break (without one, there
+/// is no XML, no object or no YAML block to look at). One pass for all, which the compiler
+/// vectorises; bytes, as a `String` would have to be checked for UTF-8 again.
 pub(super) fn lowercase(text: &str) -> (Vec<u8>, Marks) {
     let mut lower = text.as_bytes().to_vec();
     let mut marks = Marks::default();
     for c in &mut lower {
         marks.tags |= *c == b'<';
         marks.braces |= *c == b'{';
+        marks.lines |= *c == b'\n';
         c.make_ascii_lowercase();
     }
     (lower, marks)
@@ -131,6 +152,8 @@ pub(super) struct Marks {
     pub(super) tags: bool,
     /// A `{`: without one, there is no object (JSON, a dict, a `Debug` struct) to look in.
     pub(super) braces: bool,
+    /// A line break: without one, there is no YAML block to look in.
+    pub(super) lines: bool,
 }
 
 /// The compiled patterns, or `None` if any failed to compile.
@@ -154,6 +177,9 @@ mod tests {
         if let Err(e) = super::BytesRegex::new(super::NAME_FIELD) {
             panic!("name field pattern: {e}");
         }
+        if let Err(e) = super::BytesRegex::new(super::YAML_NAME_FIELD) {
+            panic!("YAML name field pattern: {e}");
+        }
         assert!(super::compiled().is_some());
     }
 
@@ -163,6 +189,7 @@ mod tests {
             super::KEY_THEN_SEPARATOR,
             super::ELEMENT_WITH_ATTRIBUTES,
             super::NAME_FIELD,
+            super::YAML_NAME_FIELD,
         ] {
             assert!(
                 !pattern.bytes().any(|b| b.is_ascii_uppercase()),

@@ -19,9 +19,11 @@ pub(super) enum KeyKind {
     /// An attribute in an XML start tag, `<conn password="…">`: no backslash escapes, and an
     /// unquoted value ends at a blank, `>` or `/>`.
     Attribute,
-    /// ODBC's `Pwd=` in a connection string: a `{…}` value may hold `;`, and `}}` in it is an
-    /// escaped `}`; otherwise as [`KeyKind::Word`].
-    Odbc,
+    /// A value in a connection string (ODBC's `Pwd=`, ADO.NET's `Password=`): a `{…}` value
+    /// may hold `;`, and `}}` in it is an escaped `}`; an unquoted one runs to the next `;`
+    /// (blanks before it kept), the line's end, or a quote closing the string the connection
+    /// string is in (followed by a blank, the end, or closing punctuation).
+    Connection,
 }
 
 /// The part of a value to hide, and where scanning for the next key resumes.
@@ -80,7 +82,7 @@ fn found(b: &[u8], start: usize, kind: KeyKind) -> Option<Extent> {
     }
     let found = match (b.get(i), b.get(i + 1)) {
         (None, _) => return None,
-        (Some(b'{'), _) if kind == KeyKind::Odbc => odbc_braced(b, i + 1),
+        (Some(b'{'), _) if kind == KeyKind::Connection => odbc_braced(b, i + 1),
         (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => escaped_quoted(b, i + 2, q),
         (Some(&q @ (b'"' | b'\'')), _) if kind == KeyKind::Attribute => {
             attribute_quoted(b, i + 1, q)
@@ -89,6 +91,7 @@ fn found(b: &[u8], start: usize, kind: KeyKind) -> Option<Extent> {
         (Some(&open @ (b'{' | b'[')), _) => bracketed(b, i, open),
         _ if kind == KeyKind::Header => to_line_end(b, i),
         _ if kind == KeyKind::Attribute => attribute_unquoted(b, i),
+        _ if kind == KeyKind::Connection => to_semicolon(b, i),
         _ => unquoted_word(b, i),
     };
     Some(found)
@@ -282,6 +285,31 @@ fn to_line_end(b: &[u8], from: usize) -> Extent {
     Extent {
         hide: from..end,
         resume: end,
+    }
+}
+
+/// An unquoted value in a connection string: up to the next `;` or line end, blanks before
+/// it kept, or up to a quote followed by a blank, the end or closing punctuation (it closes
+/// the string holding the connection string: `"Server=h;Pwd=my pass"`).
+fn to_semicolon(b: &[u8], from: usize) -> Extent {
+    let mut j = memchr::memchr3(b';', b'\n', b'\r', &b[from..]).map_or(b.len(), |p| from + p);
+    let closing = memchr::memchr2_iter(b'"', b'\'', &b[from..j])
+        .map(|p| from + p)
+        .find(|&q| {
+            b.get(q + 1)
+                .is_none_or(|&n| n.is_ascii_whitespace() || is_closer(n))
+        });
+    if let Some(q) = closing {
+        j = q;
+    }
+    let blanks = b[from..j]
+        .iter()
+        .rev()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count();
+    Extent {
+        hide: from..j - blanks,
+        resume: j,
     }
 }
 
