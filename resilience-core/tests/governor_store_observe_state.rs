@@ -169,17 +169,6 @@ fn g5_grants_settled_by_a_lease_expiry_do_not_settle_later_grants() {
     );
 }
 
-/// Runs maintenance every second up to `t`, keeping `alive` agents' leases.
-fn tick_to(rig: &Rig, t: Duration, alive: &[resilience_core::governor::AgentId]) {
-    while rig.now() < t {
-        rig.advance(S.min(t - rig.now()));
-        for &a in alive {
-            rig.gov.heartbeat(a);
-        }
-        let _ = rig.gov.snapshot(rig.core);
-    }
-}
-
 /// G5: an answer that comes after its agent's lease expired (the expiry settled its call)
 /// settles nothing more, even while the agent, back again, holds a grant of the same age.
 #[test]

@@ -112,6 +112,17 @@ impl Rig {
     }
 }
 
+/// Runs maintenance every second up to `t`, keeping `alive` agents' leases.
+pub fn tick_to(rig: &Rig, t: Duration, alive: &[AgentId]) {
+    while rig.now() < t {
+        rig.advance(S.min(t - rig.now()));
+        for &a in alive {
+            rig.gov.heartbeat(a);
+        }
+        let _ = rig.gov.snapshot(rig.core);
+    }
+}
+
 /// [`Rig::made`] on any governor.
 pub fn made_on(gov: &Governor, g: Grant) {
     let _ = gov.observe(g, &Observation::new(200));

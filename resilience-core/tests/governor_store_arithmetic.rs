@@ -1,0 +1,34 @@
+//! The in-process store's arithmetic, pinned to exact values: G5 settlement of grants past
+//! the call bound (memory/state.rs `settle_due`, `make_room`, `forget_flights`), G1 amber
+//! delays (`amber_delay`), and the time helpers (memory/time.rs).
+
+mod governor_support;
+
+use governor_support::*;
+use resilience_core::governor::{Priority, Request};
+
+fn remaining_and_in_flight(rig: &Rig) -> (u64, u32) {
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    (s.remaining, s.in_flight)
+}
+
+/// G5: a dropped grant settled past its call bound takes its cost out of its agent's cost in
+/// flight too: when that agent's lease later expires, the expiry has nothing left to count
+/// as spent, so the grant is charged once (3), not twice (6).
+#[test]
+fn g5_a_grant_settled_by_its_bound_is_not_charged_again_when_its_lease_expires() {
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let b = rig.agent("worf", Priority::P1);
+    rig.call(a, &rig.ok(100, 100, 3600));
+    drop(go(rig.decide(a, &Request::read().with_cost(3))));
+    assert_eq!(remaining_and_in_flight(&rig), (97, 1));
+    // Past twice the bound (30 s), both agents alive: settled as spent.
+    tick_to(&rig, secs(61), &[a, b]);
+    assert_eq!(remaining_and_in_flight(&rig), (97, 0));
+    // `a` falls silent past its lease (2 min); `b` keeps the sweep running.
+    tick_to(&rig, secs(61 + 121), &[b]);
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!(s.live_agents, 1);
+    assert_eq!((s.remaining, s.in_flight), (97, 0), "{s:?}");
+}
