@@ -32,3 +32,22 @@ fn g5_a_grant_settled_by_its_bound_is_not_charged_again_when_its_lease_expires()
     assert_eq!(s.live_agents, 1);
     assert_eq!((s.remaining, s.in_flight), (97, 0), "{s:?}");
 }
+
+/// G5: a dropped grant settled past its call bound leaves its agent with no call in flight:
+/// when that agent's lease later expires, the expiry frees no slot of another agent's call
+/// still in flight.
+#[test]
+fn g5_a_lease_expiry_after_a_settlement_frees_no_other_agents_slot() {
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let b = rig.agent("worf", Priority::P1);
+    drop(go(rig.decide(a, &Request::read())));
+    tick_to(&rig, secs(61), &[a, b]);
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().in_flight, 0);
+    // `b` holds a call in flight (well within its bound) when `a`'s lease ends at 181 s.
+    tick_to(&rig, secs(170), &[b]);
+    let _held = go(rig.decide(b, &Request::read()));
+    tick_to(&rig, secs(182), &[b]);
+    let s = rig.gov.snapshot(rig.core).unwrap();
+    assert_eq!((s.live_agents, s.in_flight), (1, 1), "{s:?}");
+}
