@@ -5,7 +5,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{Priority, Request};
+use resilience_core::governor::{Observation, Priority, Request};
 
 fn remaining_and_in_flight(rig: &Rig) -> (u64, u32) {
     let s = rig.gov.snapshot(rig.core).unwrap();
@@ -50,4 +50,36 @@ fn g5_a_lease_expiry_after_a_settlement_frees_no_other_agents_slot() {
     tick_to(&rig, secs(182), &[b]);
     let s = rig.gov.snapshot(rig.core).unwrap();
     assert_eq!((s.live_agents, s.in_flight), (1, 1), "{s:?}");
+}
+
+/// G5/G1: settling a dropped grant that was counted in an ended window spends nothing in the
+/// new one, and so is no reading there: the first reading of the new window still starts the
+/// floor at what it says, even above the assumed limit (the estimate stays capped by the
+/// limit). A call then made without a reading takes one off that floor (15 to 14), which
+/// leaves the estimate at the limit (10), not one below it.
+#[test]
+fn g5_g1_settling_a_grant_from_an_ended_window_is_no_reading_in_the_new_one() {
+    let mut cfg = light_only();
+    cfg.quota.limit = 10;
+    cfg.quota.window = secs(20);
+    let rig = Rig::new(cfg);
+    let a = rig.agent("data", Priority::P1);
+    drop(go(rig.decide(a, &Request::read()))); // anchors the assumed reset at 20 s
+    tick_to(&rig, secs(21), &[a]);
+    assert_eq!(
+        remaining_and_in_flight(&rig),
+        (9, 1),
+        "rolled, call in flight"
+    );
+    tick_to(&rig, secs(61), &[a]);
+    assert_eq!(
+        remaining_and_in_flight(&rig),
+        (10, 0),
+        "settled in the ended window"
+    );
+    let above = Observation::from_headers(200, [("x-ratelimit-remaining", "15")]);
+    let _ = rig.gov.observe_without_grant(a, rig.core, &above);
+    assert_eq!(remaining_and_in_flight(&rig), (10, 0));
+    rig.made(go(rig.decide(a, &Request::read())));
+    assert_eq!(remaining_and_in_flight(&rig), (10, 0));
 }
