@@ -5,7 +5,9 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{Observation, Priority, Request};
+use resilience_core::governor::{
+    Observation, Priority, Request, Selector, SpacingRule, WaitReason,
+};
 
 fn remaining_and_in_flight(rig: &Rig) -> (u64, u32) {
     let s = rig.gov.snapshot(rig.core).unwrap();
@@ -82,4 +84,43 @@ fn g5_g1_settling_a_grant_from_an_ended_window_is_no_reading_in_the_new_one() {
     assert_eq!(remaining_and_in_flight(&rig), (10, 0));
     rig.made(go(rig.decide(a, &Request::read())));
     assert_eq!(remaining_and_in_flight(&rig), (10, 0));
+}
+
+/// G6/G8: when a waiter's release from a block and a rule's earliest time fall on the same
+/// instant, the wait is the rule's (its reason and the requests it competes with), not the
+/// block's: the release is no later than the rule.
+#[test]
+fn g6_g8_a_release_that_ties_with_a_rule_waits_for_the_rule() {
+    let mut cfg = fixed_release();
+    cfg.pacing.spacings.push(SpacingRule {
+        name: "mutation_spacing".into(),
+        selector: Selector::Writes,
+        gap: S,
+    });
+    let rig = Rig::new(cfg);
+    let a = rig.agent("picard", Priority::P0);
+    rig.made(go(rig.decide(a, &Request::write()))); // the next write may go at 1 s
+    rig.gov.note_retry_after(rig.core, S); // P0's release: the block's end, 1 s
+    rig.advance_to(ms(10));
+    let w = wait(rig.decide(a, &Request::write()));
+    assert_eq!(
+        (w.until, w.reason),
+        (S, WaitReason::Rule("mutation_spacing".into()))
+    );
+}
+
+/// G6: a request held back only by a higher-priority waiter that is overdue (told to come
+/// back at the block's end, not back yet) asks again a poll interval later, and the wait says
+/// it is for the line.
+#[test]
+fn g6_held_back_by_an_overdue_waiter_the_wait_is_for_the_line() {
+    let rig = Rig::new(fixed_release());
+    let p0 = rig.agent("picard", Priority::P0);
+    let p1 = rig.agent("data", Priority::P1);
+    rig.gov.note_retry_after(rig.core, S);
+    let first = wait(rig.decide(p0, &Request::read()));
+    assert_eq!(first.until, S);
+    rig.advance_to(S + ms(10)); // `picard` has not come back yet
+    let w = wait(rig.decide(p1, &Request::read()));
+    assert_eq!((w.until, w.reason), (S + ms(60), WaitReason::Queue));
 }

@@ -200,6 +200,14 @@ pub fn limit_three(rig: &Rig, gap: Duration) -> Vec<AgentId> {
     agents
 }
 
+/// [`light_only`] with zero-width release windows: P0 at the block's end, P1 500 ms after,
+/// P2 1 s after (no jitter).
+pub fn fixed_release() -> ResourceConfig {
+    let mut cfg = light_only();
+    cfg.retry_windows.windows = [(ms(0), ms(0)), (ms(500), ms(500)), (S, S)];
+    cfg
+}
+
 /// Only G2 and G5 active: no traffic light, no predictive breaker, no even spending.
 pub fn pool_only() -> ResourceConfig {
     let mut c = ResourceConfig::default();
