@@ -8,8 +8,7 @@ mod governor_support;
 use governor_support::*;
 use resilience_core::clock::{Clock, ManualClock};
 use resilience_core::governor::{
-    Governor, GovernorConfig, GovernorStore, InProcessStore, Leases, Priority, Request,
-    ResourceConfig, ResourceId,
+    Governor, GovernorConfig, GovernorStore, InProcessStore, Leases, Priority, Request, ResourceId,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,17 +168,6 @@ fn g5_grants_settled_by_a_lease_expiry_do_not_settle_later_grants() {
     );
 }
 
-/// Runs maintenance every second up to `t`, keeping `alive` agents' leases.
-fn tick_to(rig: &Rig, t: Duration, alive: &[resilience_core::governor::AgentId]) {
-    while rig.now() < t {
-        rig.advance(S.min(t - rig.now()));
-        for &a in alive {
-            rig.gov.heartbeat(a);
-        }
-        let _ = rig.gov.snapshot(rig.core);
-    }
-}
-
 /// G5: an answer that comes after its agent's lease expired (the expiry settled its call)
 /// settles nothing more, even while the agent, back again, holds a grant of the same age.
 #[test]
@@ -246,14 +234,6 @@ fn g6_an_http_date_retry_after_blocks_until_it_up_to_a_week() {
         .gov
         .observe(go(rig.decide(a, &Request::read())), &retry_at_days(9));
     assert_eq!(out.blocked_until, Some(secs(7 * DAY)));
-}
-
-/// [`light_only`] with zero-width release windows: P0 at the block's end, P1 500 ms after,
-/// P2 1 s after (no jitter).
-fn fixed_release() -> ResourceConfig {
-    let mut cfg = light_only();
-    cfg.retry_windows.windows = [(ms(0), ms(0)), (ms(500), ms(500)), (S, S)];
-    cfg
 }
 
 /// G6 with `max_wait`: a wait longer than the caller's bound is refused at once, and the

@@ -112,6 +112,17 @@ impl Rig {
     }
 }
 
+/// Runs maintenance every second up to `t`, keeping `alive` agents' leases.
+pub fn tick_to(rig: &Rig, t: Duration, alive: &[AgentId]) {
+    while rig.now() < t {
+        rig.advance(S.min(t - rig.now()));
+        for &a in alive {
+            rig.gov.heartbeat(a);
+        }
+        let _ = rig.gov.snapshot(rig.core);
+    }
+}
+
 /// [`Rig::made`] on any governor.
 pub fn made_on(gov: &Governor, g: Grant) {
     let _ = gov.observe(g, &Observation::new(200));
@@ -187,6 +198,14 @@ pub fn limit_three(rig: &Rig, gap: Duration) -> Vec<AgentId> {
     }
     assert!(last.expect("three limits").sequential);
     agents
+}
+
+/// [`light_only`] with zero-width release windows: P0 at the block's end, P1 500 ms after,
+/// P2 1 s after (no jitter).
+pub fn fixed_release() -> ResourceConfig {
+    let mut cfg = light_only();
+    cfg.retry_windows.windows = [(ms(0), ms(0)), (ms(500), ms(500)), (S, S)];
+    cfg
 }
 
 /// Only G2 and G5 active: no traffic light, no predictive breaker, no even spending.
