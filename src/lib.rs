@@ -344,8 +344,9 @@ pub use resilience_core::{sanitize, PolicyError, ResilienceError};
 /// after a failed attempt, so it costs nothing on the success path. On
 /// [`service_defaults`] it applies to every annotated fn inside.
 ///
-/// A Retry-After the classifier finds goes to the service's sink, if the runtime has one
-/// ([`RuntimeBuilder::retry_after_sink`]); the sink decides the wait. With the rate
+/// A Retry-After the classifier finds goes to the service's sink, if the installed runtime
+/// has one ([`RuntimeBuilder::retry_after_sink`], then [`Runtime::install`]); the sink's
+/// answer is the wait. With the rate
 /// governor's [`RetryAfterLink`](governor::RetryAfterLink) as the sink, an annotated fn's
 /// 429 becomes the resource's shared block (G6), and every agent comes back in priority
 /// order instead of all at once. A write (no `idempotent`) may name a classifier for that

@@ -271,7 +271,13 @@ impl RuntimeBuilder {
     /// rate governor's shared block (G6) and paces the comeback by priority. Only an error
     /// that the call's classifier (the attribute's `classify = …`) calls
     /// [`RetryAfter`](crate::retry::ErrorClass::RetryAfter) reaches it. The sink's answer is
-    /// the wait before the next attempt, still capped by the total timeout.
+    /// the wait before the next attempt (the backoff does not lengthen it), still capped by
+    /// the total timeout.
+    ///
+    /// Annotated fns use the process-wide runtime, so a runtime built with a sink reaches
+    /// them only once [installed](Runtime::install) before anything used
+    /// [`Runtime::global`]; calls made through the built runtime's own
+    /// [`service`](Runtime::service) use it either way.
     ///
     /// ```
     /// use resilience::governor::{Governor, Priority, ResourceConfig, RetryAfterLink};
@@ -285,7 +291,9 @@ impl RuntimeBuilder {
     /// let runtime = Runtime::builder(Config::from_env())
     ///     .retry_after_sink("github", Arc::new(RetryAfterLink::new(governor, core, agent)))
     ///     .build();
-    /// # let _ = runtime;
+    /// // Annotated fns of "github" now report to the governor. `install` hands the runtime
+    /// // back if the global one was already in use.
+    /// assert!(Runtime::install(runtime).is_ok());
     /// ```
     #[must_use]
     pub fn retry_after_sink(self, service: &str, sink: Arc<dyn RetryAfterSink>) -> Self {

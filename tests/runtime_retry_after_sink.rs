@@ -67,6 +67,7 @@ struct World {
     sink: Arc<RecordingSink>,
     write_sink: Arc<RecordingSink>,
     reload_sink: Arc<RecordingSink>,
+    backoff_sink: Arc<RecordingSink>,
     governor: Arc<Governor>,
     core: ResourceId,
 }
@@ -88,6 +89,10 @@ fn world() -> &'static World {
             heard: Mutex::default(),
             answer: Duration::from_secs(3),
         });
+        let backoff_sink = Arc::new(RecordingSink {
+            heard: Mutex::default(),
+            answer: Duration::from_secs(2),
+        });
         let governor = Arc::new(
             Governor::builder()
                 .clock(clock.clone())
@@ -108,6 +113,7 @@ fn world() -> &'static World {
             .retry_after_sink("rt_recorded", sink.clone())
             .retry_after_sink("rt_write", write_sink.clone())
             .retry_after_sink("rt_reloaded", reload_sink.clone())
+            .retry_after_sink("rt_backoff", backoff_sink.clone())
             .retry_after_sink(
                 "rt_governed",
                 Arc::new(RetryAfterLink::new(governor.clone(), core, planner)),
@@ -122,6 +128,7 @@ fn world() -> &'static World {
             sink,
             write_sink,
             reload_sink,
+            backoff_sink,
             governor,
             core,
         }
@@ -358,4 +365,29 @@ fn r12_c13_a_reload_keeps_the_sink_of_every_guard_of_its_service() {
         ]
     );
     assert_eq!(slept_since(w, before), [Duration::from_secs(3); 6]);
+}
+
+static BACKOFF_RUNS: AtomicU32 = AtomicU32::new(0);
+
+// A backoff (4 s) longer than the sink's answer (2 s).
+#[retry_service_operation(service = "rt_backoff", idempotent, max_attempts = 2, backoff = "fixed", base_delay = 4, jitter = false, classify = ByHint)]
+fn list_backed_off() -> Result<u32, GhError> {
+    match BACKOFF_RUNS.fetch_add(1, Ordering::SeqCst) {
+        0 => Err(GhError::Throttled(1)),
+        n => Ok(n + 1),
+    }
+}
+
+#[test]
+fn r12_g6_the_sinks_answer_is_the_wait_even_when_the_backoff_is_longer() {
+    let (_turn, w) = turn();
+    let before = w.sleeper.delays().len();
+    assert_eq!(list_backed_off(), Ok(2));
+    assert_eq!(
+        *w.backoff_sink.heard.lock().unwrap(),
+        [("rt_backoff".to_owned(), Duration::from_secs(1))]
+    );
+    // The governor's slot (the sink's answer) keeps priority order: a longer backoff would
+    // bring a P0 caller back after lower priorities' windows.
+    assert_eq!(slept_since(w, before), [Duration::from_secs(2)]);
 }

@@ -111,10 +111,12 @@ impl<'a, C> LoopState<'a, C> {
         let class = self.classifier.classify(error);
         // A server's Retry-After reaches the sink (the governor's G6 block) whether or not
         // this call may retry: writes are what trip secondary limits.
+        // With a sink, its answer is the wait (the governor's slot keeps priority order, G6);
+        // without one, the server's hint is a floor under the backoff.
         let hint = match class {
             ErrorClass::RetryAfter(d) => Some(match &self.guard.retry_after_sink {
-                Some(sink) => sink.retry_after(service, d),
-                None => d,
+                Some(sink) => (sink.retry_after(service, d), true),
+                None => (d, false),
             }),
             ErrorClass::Transient | ErrorClass::Permanent => None,
         };
@@ -137,8 +139,13 @@ impl<'a, C> LoopState<'a, C> {
             JitterRng::seeded(seed.wrapping_add(u64::from(attempt)))
         });
         let backoff = policy.backoff().delay(attempt, &mut rng);
-        // A server's Retry-After is a floor on the wait (R12); the total timeout caps both.
-        let delay = hint.map_or(backoff, |h| h.max(backoff));
+        // A server's Retry-After is a floor on the wait (R12), a sink's answer the wait itself;
+        // the total timeout caps both.
+        let delay = match hint {
+            Some((answer, true)) => answer,
+            Some((hint, false)) => hint.max(backoff),
+            None => backoff,
+        };
         let total = self.total_override.unwrap_or(policy.total_timeout());
         if self.elapsed().saturating_add(delay) >= total {
             events::giving_up(service, op, attempt, error, "total_timeout");
