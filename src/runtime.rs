@@ -119,7 +119,17 @@ impl Runtime {
 
     /// The process-wide runtime, loaded from the environment on first use.
     pub fn global() -> &'static Runtime {
-        GLOBAL.get_or_init(Runtime::from_env)
+        let mut loaded = false;
+        let runtime = GLOBAL.get_or_init(|| {
+            loaded = true;
+            Runtime::new(Config::from_env_unlogged())
+        });
+        // Logged once the runtime is in place, not inside its initialiser: a subscriber that
+        // ships warnings through a guarded call would re-enter it and hang the process.
+        if loaded {
+            runtime.config().log_diagnostics();
+        }
+        runtime
     }
 
     /// Makes `runtime` the process-wide one. Works once, before anything used the global

@@ -48,6 +48,21 @@ impl Config {
         Self::from_source(&ProcessEnv)
     }
 
+    /// As [`from_env`](Self::from_env), but logs nothing: the caller logs the diagnostics
+    /// later with [`log_diagnostics`](Self::log_diagnostics). For a loader that runs inside a
+    /// one-time initialiser (the process-wide runtime), where a `tracing` subscriber that
+    /// makes a guarded call from its event handler would re-enter the initialiser.
+    pub fn from_env_unlogged() -> Self {
+        Self::load(DEFAULT_PREFIX, &ProcessEnv)
+    }
+
+    /// Emits one `tracing` warning (target `resilience_config`) per
+    /// [diagnostic](Self::diagnostics), in the order they were found. The constructors other
+    /// than [`from_env_unlogged`](Self::from_env_unlogged) call it themselves.
+    pub fn log_diagnostics(&self) {
+        crate::diagnostics::log(&self.inner.diagnostics);
+    }
+
     /// Reads `source` under the `CLEVERAGENTS` prefix.
     pub fn from_source(source: &dyn EnvSource) -> Self {
         Self::with_prefix(DEFAULT_PREFIX, source)
@@ -56,6 +71,12 @@ impl Config {
     /// Reads `source` under another prefix: `with_prefix("MYAPP", &ProcessEnv)` reads
     /// `MYAPP_RETRY_MAX_ATTEMPTS` and so on. An empty prefix reads `RETRY_MAX_ATTEMPTS`.
     pub fn with_prefix(prefix: &str, source: &dyn EnvSource) -> Self {
+        let config = Self::load(prefix, source);
+        config.log_diagnostics();
+        config
+    }
+
+    fn load(prefix: &str, source: &dyn EnvSource) -> Self {
         let mut diags = Diagnostics::default();
         let (env, raw_overrides) = EnvLayer::load(source, prefix, &mut diags);
         let overrides = match raw_overrides {

@@ -108,12 +108,13 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Collects diagnostics, emitting one `tracing` warning per diagnostic as it is recorded.
+/// Collects diagnostics; the config logs them once it is built (see [`log`]).
 #[derive(Debug, Default)]
 pub(crate) struct Diagnostics(Vec<Diagnostic>);
 
-impl Diagnostics {
-    pub(crate) fn push(&mut self, d: Diagnostic) {
+/// Emits one `tracing` warning per diagnostic, in the order they were found.
+pub(crate) fn log(diagnostics: &[Diagnostic]) {
+    for d in diagnostics {
         tracing::warn!(
             target: "resilience_config",
             env_var = %d.env_var,
@@ -122,6 +123,11 @@ impl Diagnostics {
             "{}",
             d.message
         );
+    }
+}
+
+impl Diagnostics {
+    pub(crate) fn push(&mut self, d: Diagnostic) {
         self.0.push(d);
     }
 
