@@ -81,7 +81,9 @@ impl Registry {
         let policy = source.policy(service);
         let guard = Arc::new(self.build_guard(service, &policy));
         let mut services = self.services.lock();
-        // A source calling `service(this name)` from inside itself built one already.
+        // `building` is held, so no other guard of this name can have been published; the
+        // map keeps its first one regardless. (A source must not call `service` for a service
+        // not yet built: `building` is not re-entrant.)
         services
             .entry(guard.service().clone())
             .or_insert(guard)

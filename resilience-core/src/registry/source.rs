@@ -24,9 +24,10 @@ impl Default for ServicePolicy {
 /// Says which policy a service gets. Called once per service (and again on reload), never on
 /// the call path. Implemented by closures `Fn(&str) -> ServicePolicy`.
 ///
-/// It runs with the registry's map of services unlocked: it may log and may call back into
-/// the registry (asking for another service builds that one first). Building services and
-/// reloads wait for it, so it should return promptly.
+/// It runs with the registry's map of services unlocked, so it may log and may look up
+/// services already built. It must not ask the registry for a service not built yet: building
+/// is serialised by a lock that is not re-entrant, so that call would deadlock. Building
+/// services and reloads wait for it, so it should return promptly.
 pub trait PolicySource: Send + Sync + 'static {
     /// The policy of `service`.
     fn policy(&self, service: &str) -> ServicePolicy;

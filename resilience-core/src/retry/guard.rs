@@ -79,8 +79,9 @@ impl ServiceGuard {
         self.policy.get()
     }
 
-    /// Replaces the retry policy in place; calls already running finish under the values they
-    /// read, new calls use the new policy. Used by config reloads.
+    /// Replaces the retry policy in place. New calls use the new policy, and a call already
+    /// running reads it at its next retry decision (attempts, backoff, total timeout); whether
+    /// a call may retry at all is decided once per call. Used by config reloads.
     pub fn set_policy(&self, policy: RetryPolicy) {
         self.policy.set(policy);
     }
