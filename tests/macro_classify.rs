@@ -5,43 +5,14 @@
 //! No real sleeps: the waits that happen, or must not, run on tokio's paused clock; the sync
 //! tests stop before any backoff. Each test has its own service, so breakers never interact.
 
-use resilience::retry::{ByHint, ErrorClass, RetryHint};
-use resilience::{retry_service_operation, service_defaults, ResilienceError};
+use resilience::retry::{ByHint, ErrorClass};
+use resilience::{retry_service_operation, service_defaults};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq)]
-enum GhError {
-    /// Retrying cannot help.
-    NotFound,
-    /// The server asked for this many seconds of quiet.
-    Throttled(u64),
-    /// A plain transient failure.
-    Reset,
-    Refused(ResilienceError),
-}
+mod macro_support;
 
-impl From<ResilienceError> for GhError {
-    fn from(e: ResilienceError) -> Self {
-        GhError::Refused(e)
-    }
-}
-
-impl std::fmt::Display for GhError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self:?}")
-    }
-}
-
-impl RetryHint for GhError {
-    fn retry_hint(&self) -> ErrorClass {
-        match self {
-            GhError::NotFound | GhError::Refused(_) => ErrorClass::Permanent,
-            GhError::Throttled(s) => ErrorClass::RetryAfter(Duration::from_secs(*s)),
-            GhError::Reset => ErrorClass::Transient,
-        }
-    }
-}
+use macro_support::GhError;
 
 /// Returns the scripted errors in order, then `Ok(attempt number)`.
 struct Script {

@@ -8,45 +8,19 @@
 //! (no real sleeps). The tests take turns, as they read the one sleeper's record.
 
 mod config_support;
+mod macro_support;
 
+use macro_support::GhError;
 use resilience::clock::ManualClock;
 use resilience::governor::{
     Decision, Governor, Priority, Request, ResourceConfig, ResourceId, RetryAfterLink, WaitReason,
 };
-use resilience::retry::{ByHint, ErrorClass, RetryAfterSink, RetryHint};
+use resilience::retry::{ByHint, RetryAfterSink};
 use resilience::sleep::ManualSleeper;
-use resilience::{retry_service_operation, service_defaults, ResilienceError, Runtime};
+use resilience::{retry_service_operation, service_defaults, Runtime};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
-
-#[derive(Debug, Clone, PartialEq)]
-enum GhError {
-    /// The server asked for this many seconds of quiet.
-    Throttled(u64),
-    Refused(ResilienceError),
-}
-
-impl From<ResilienceError> for GhError {
-    fn from(e: ResilienceError) -> Self {
-        GhError::Refused(e)
-    }
-}
-
-impl std::fmt::Display for GhError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self:?}")
-    }
-}
-
-impl RetryHint for GhError {
-    fn retry_hint(&self) -> ErrorClass {
-        match self {
-            GhError::Throttled(s) => ErrorClass::RetryAfter(Duration::from_secs(*s)),
-            GhError::Refused(_) => ErrorClass::Permanent,
-        }
-    }
-}
 
 /// Records what it is told and answers a fixed wait.
 #[derive(Debug)]

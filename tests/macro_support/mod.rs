@@ -1,11 +1,13 @@
-//! Shared by the `macro_*` behaviour tests: an error type that carries the framework's
-//! refusals, and a counter of attempts.
+//! Shared by the attribute's behaviour tests: error types that carry the framework's
+//! refusals (one of them with Retry-After hints), and a counter of attempts.
 
 #![allow(dead_code)]
 
+use resilience::retry::{ErrorClass, RetryHint};
 use resilience::ResilienceError;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 /// The operation's own error, or a refusal of the framework.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,5 +61,39 @@ impl Attempts {
     /// How many attempts ran.
     pub fn count(&self) -> u32 {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// An error of a GitHub-like API that says how to retry it (R12): `classify = ByHint`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GhError {
+    /// Retrying cannot help.
+    NotFound,
+    /// The server asked for this many seconds of quiet.
+    Throttled(u64),
+    /// A plain transient failure.
+    Reset,
+    Refused(ResilienceError),
+}
+
+impl From<ResilienceError> for GhError {
+    fn from(e: ResilienceError) -> Self {
+        GhError::Refused(e)
+    }
+}
+
+impl fmt::Display for GhError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+impl RetryHint for GhError {
+    fn retry_hint(&self) -> ErrorClass {
+        match self {
+            GhError::NotFound | GhError::Refused(_) => ErrorClass::Permanent,
+            GhError::Throttled(s) => ErrorClass::RetryAfter(Duration::from_secs(*s)),
+            GhError::Reset => ErrorClass::Transient,
+        }
     }
 }
