@@ -2,58 +2,15 @@
 //! `note_zone`), and not on every grant in the same zone. Seen through a per-thread `tracing`
 //! subscriber.
 
+#[path = "breaker_support/capture.rs"]
+mod capture;
 mod governor_support;
 #[path = "support/thread_subscriber.rs"]
 mod thread_subscriber;
 
+use capture::Capture;
 use governor_support::*;
 use resilience_core::governor::{Priority, Request};
-use std::sync::{Arc, Mutex};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
-
-/// Records the `zone` and `remaining` fields of every "traffic light changed" event.
-struct LightChanges(Arc<Mutex<Vec<(String, String)>>>);
-
-#[derive(Default)]
-struct Fields {
-    message: String,
-    zone: String,
-    remaining: String,
-}
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let v = format!("{value:?}");
-        match field.name() {
-            "message" => self.message = v,
-            "zone" => self.zone = v,
-            "remaining" => self.remaining = v,
-            _ => {}
-        }
-    }
-}
-
-impl Subscriber for LightChanges {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, e: &Event<'_>) {
-        let mut f = Fields::default();
-        e.record(&mut f);
-        if f.message.contains("traffic light changed") {
-            self.0.lock().unwrap().push((f.zone, f.remaining));
-        }
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 /// G1: ten grants of an assumed quota of 10 (green from 4 left, red below 2) change the light
 /// twice: to amber when 3 are left, to red when 1 is left; the other eight grants log
@@ -64,13 +21,20 @@ fn g1_each_change_of_the_light_is_logged_once() {
     cfg.quota.limit = 10;
     let rig = Rig::new(cfg);
     let a = rig.agent("picard", Priority::P0); // never slowed by the light
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    thread_subscriber::with_thread_subscriber(LightChanges(seen.clone()), || {
+    let capture = Capture::new();
+    capture.run(|| {
         for _ in 0..10 {
             let _ = go(rig.decide(a, &Request::read()));
         }
     });
-    let seen = seen.lock().unwrap().clone();
+    let seen: Vec<_> = capture
+        .with_message("governor: traffic light changed (G1)")
+        .iter()
+        .map(|e| {
+            let field = |name| e.field(name).unwrap_or_default().to_string();
+            (field("zone"), field("remaining"))
+        })
+        .collect();
     assert_eq!(
         seen,
         [

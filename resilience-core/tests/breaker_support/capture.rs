@@ -1,5 +1,8 @@
-//! A tiny capturing `tracing` subscriber for the breaker tests (no extra dependency), with
-//! an optional hook run on every event while the breaker's own code is still on the stack.
+//! A tiny capturing `tracing` subscriber for the breaker and governor tests (no extra
+//! dependency), with an optional hook run on every event while the breaker's own code is
+//! still on the stack.
+// Shared by several test binaries, each using part of it.
+#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,6 +77,16 @@ impl Capture {
                 e.target == resilience_core::breaker::EVENT_TARGET
                     && e.field("message") == Some(message)
             })
+            .cloned()
+            .collect()
+    }
+
+    /// Events of any target whose message is `message`.
+    pub fn with_message(&self, message: &str) -> Vec<Captured> {
+        let events = self.0.events.lock().unwrap_or_else(|e| e.into_inner());
+        events
+            .iter()
+            .filter(|e| e.field("message") == Some(message))
             .cloned()
             .collect()
     }
