@@ -7,7 +7,8 @@ use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
-use super::nesting::DepthGuard;
+use super::nesting::{current_depth, DepthGuard};
+use super::sink::report_retry_after;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
 use std::fmt;
@@ -102,9 +103,11 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
     {
-        let _nested = DepthGuard::enter();
         let mut permit = self.acquire_once()?;
-        let result = fail_on_unwind(&mut permit, attempt);
+        let result = {
+            let _nested = DepthGuard::attempt(current_depth().saturating_add(1), &self);
+            fail_on_unwind(&mut permit, attempt)
+        };
         self.finish_once(permit, &result);
         result
     }
@@ -164,7 +167,12 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     {
         if let Some(sink) = &self.guard.retry_after_sink {
             if let ErrorClass::RetryAfter(d) = self.classifier.classify(e) {
-                sink.retry_after(&self.guard.service, d);
+                report_retry_after(
+                    sink,
+                    &self.guard.service,
+                    d,
+                    std::ptr::from_ref(self).addr(),
+                );
             }
         }
         events::giving_up(&self.guard.service, self.operation, 1, e, "single_attempt");

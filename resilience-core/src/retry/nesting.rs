@@ -19,15 +19,69 @@ use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Where code runs: the nesting depth, and which attempt encloses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Level {
+    pub(crate) depth: u32,
+    /// The enclosing attempt's loop, by the address of its state (0: none known). A nested
+    /// call's Retry-After report names it, so that loop can tell the report came from its
+    /// own attempt (see `retry::sink`). Stable while the loop runs: its state is pinned
+    /// (async) or borrowed for the attempt (sync).
+    pub(crate) attempt: usize,
+}
+
+/// A Retry-After told to a sink, kept for the loops around the call that told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reported {
+    /// The sink, by address.
+    pub(crate) sink: usize,
+    /// The attempt the reporting call ran in ([`Level::attempt`]).
+    pub(crate) within: usize,
+    pub(crate) hint: Duration,
+    pub(crate) answer: Duration,
+}
+
+struct Nesting {
+    level: Cell<Level>,
+    /// The last report made on this thread since an attempt last started or resumed here:
+    /// each attempt's poll clears it, so a report found after an attempt failed was made
+    /// inside that attempt (see [`DepthGuard::attempt`]).
+    reported: Cell<Option<Reported>>,
+}
 
 thread_local! {
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    static NESTING: Nesting = const {
+        Nesting {
+            level: Cell::new(Level { depth: 0, attempt: 0 }),
+            reported: Cell::new(None),
+        }
+    };
 }
 
 /// The nesting depth of guarded calls on this thread (or in the task being polled).
 #[inline]
 pub fn current_depth() -> u32 {
-    DEPTH.with(Cell::get)
+    NESTING.with(|n| n.level.get().depth)
+}
+
+/// The depth and enclosing attempt of the code running now.
+#[inline]
+pub(crate) fn current_level() -> Level {
+    NESTING.with(|n| n.level.get())
+}
+
+/// Takes the last report made on this thread (see [`Nesting::reported`]).
+#[inline]
+pub(crate) fn take_reported() -> Option<Reported> {
+    NESTING.with(|n| n.reported.take())
+}
+
+/// Keeps `report` for the loop around the call that made it.
+#[inline]
+pub(crate) fn keep_reported(report: Reported) {
+    NESTING.with(|n| n.reported.set(Some(report)));
 }
 
 /// Raises the depth until dropped. Restores the previous value, so it unwinds correctly on
@@ -35,7 +89,7 @@ pub fn current_depth() -> u32 {
 #[derive(Debug)]
 #[must_use = "the depth is raised only while the guard lives"]
 pub struct DepthGuard {
-    prev: u32,
+    prev: Level,
     // The depth lives in a thread-local: the guard must be dropped on the thread that made it.
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -44,10 +98,7 @@ impl DepthGuard {
     /// Sets the depth to `depth` until the guard is dropped.
     #[inline]
     pub fn set(depth: u32) -> Self {
-        Self {
-            prev: DEPTH.with(|d| d.replace(depth)),
-            _not_send: std::marker::PhantomData,
-        }
+        Self::at(Level { depth, attempt: 0 })
     }
 
     /// Enters one more level of nesting.
@@ -55,12 +106,39 @@ impl DepthGuard {
     pub fn enter() -> Self {
         Self::set(current_depth().saturating_add(1))
     }
+
+    /// Runs (or resumes) an attempt of the loop whose state is `attempt` at `depth`, and
+    /// forgets the thread's last Retry-After report: one found once this attempt has failed
+    /// was made inside it, not left over from another call or task.
+    #[inline]
+    pub(crate) fn attempt<S>(depth: u32, attempt: &S) -> Self {
+        let level = Level {
+            depth,
+            attempt: std::ptr::from_ref(attempt).addr(),
+        };
+        let prev = NESTING.with(|n| {
+            n.reported.set(None);
+            n.level.replace(level)
+        });
+        Self {
+            prev,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    #[inline]
+    fn at(level: Level) -> Self {
+        Self {
+            prev: NESTING.with(|n| n.level.replace(level)),
+            _not_send: std::marker::PhantomData,
+        }
+    }
 }
 
 impl Drop for DepthGuard {
     #[inline]
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(self.prev));
+        NESTING.with(|n| n.level.set(self.prev));
     }
 }
 
@@ -69,7 +147,7 @@ pin_project_lite::pin_project! {
     #[derive(Debug)]
     #[must_use = "futures do nothing unless polled"]
     pub struct AtDepth<F> {
-        depth: u32,
+        level: Level,
         #[pin]
         inner: F,
     }
@@ -78,7 +156,10 @@ pin_project_lite::pin_project! {
 impl<F> AtDepth<F> {
     /// `inner`, polled with the nesting depth set to `depth`.
     pub fn new(depth: u32, inner: F) -> Self {
-        Self { depth, inner }
+        Self {
+            level: Level { depth, attempt: 0 },
+            inner,
+        }
     }
 }
 
@@ -88,7 +169,7 @@ impl<F: Future> Future for AtDepth<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let _depth = DepthGuard::set(*this.depth);
+        let _depth = DepthGuard::at(*this.level);
         this.inner.poll(cx)
     }
 }
@@ -107,5 +188,8 @@ impl<F: Future> Future for AtDepth<F> {
 /// assert_eq!(rt.block_on(fut), 1);
 /// ```
 pub fn propagate<F: Future>(fut: F) -> AtDepth<F> {
-    AtDepth::new(current_depth(), fut)
+    AtDepth {
+        level: current_level(),
+        inner: fut,
+    }
 }

@@ -107,7 +107,7 @@ where
             unreachable!("the attempt is stored until it ends");
         };
         let polled = {
-            let _depth = DepthGuard::set(this.driver.inner_depth);
+            let _depth = DepthGuard::attempt(this.driver.inner_depth, &this.driver.state);
             fail_on_unwind(&mut permit, || attempt.poll(cx))
         };
         if let Poll::Ready(Ok(v)) = polled {

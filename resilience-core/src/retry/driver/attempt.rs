@@ -78,7 +78,7 @@ impl<F> InFlight<'_, '_, F> {
                 let Some(attempt) = self.attempt.as_mut().as_pin_mut() else {
                     unreachable!("an attempt is in flight");
                 };
-                let _depth = DepthGuard::set(self.depth);
+                let _depth = DepthGuard::attempt(self.depth, &*state);
                 fail_on_unwind(self.permit, || attempt.poll(cx))
             }
         };

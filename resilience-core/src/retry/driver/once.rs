@@ -76,7 +76,7 @@ where
             panic!("`RunOnce` polled after completion");
         };
         let polled = {
-            let _depth = DepthGuard::set(*this.inner_depth);
+            let _depth = DepthGuard::attempt(*this.inner_depth, &*this.call);
             fail_on_unwind(this.permit, || attempt.poll(cx))
         };
         let result = match polled {

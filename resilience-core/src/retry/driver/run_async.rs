@@ -95,7 +95,7 @@ where
         *this.phase = Phase::Done;
         let polled = {
             // The factory runs inside the attempt too (R6): a guarded call it makes is nested.
-            let _depth = DepthGuard::set(depth.saturating_add(1));
+            let _depth = DepthGuard::attempt(depth.saturating_add(1), &*this.state);
             let (slot, op) = (&mut this.attempt, &mut *this.op);
             fail_on_unwind(&mut permit, || {
                 slot.set(Some(op()));
@@ -185,7 +185,7 @@ where
                     *this.permit = permit;
                     // Spent until the attempt exists: a factory that panics leaves it so.
                     *this.phase = Phase::Done;
-                    let _depth = DepthGuard::set(this.depth.saturating_add(1));
+                    let _depth = DepthGuard::attempt(this.depth.saturating_add(1), &*state);
                     let (slot, op) = (&mut this.attempt, &mut *this.op);
                     // The factory is the operation's code too: its panic is a failure (B6).
                     fail_on_unwind(this.permit, || slot.set(Some(op())));

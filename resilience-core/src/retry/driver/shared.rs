@@ -5,6 +5,7 @@ use super::super::classify::{Classifier, ErrorClass};
 use super::super::events;
 use super::super::guard::ServiceGuard;
 use super::super::idempotency::Idempotency;
+use super::super::sink::report_retry_after;
 use crate::backoff::JitterRng;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -55,6 +56,14 @@ impl<'a, C> LoopState<'a, C> {
     #[inline]
     pub(super) fn begin<I: Idempotency>(&mut self, depth: u32) {
         self.no_retry = no_retry_reason::<I>(self.guard, depth);
+    }
+
+    /// This state's address: what its attempts run under (see [`DepthGuard::attempt`]).
+    ///
+    /// [`DepthGuard::attempt`]: crate::retry::nesting::DepthGuard
+    #[inline]
+    pub(super) fn addr(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 
     /// Whether this call may retry.
@@ -115,7 +124,7 @@ impl<'a, C> LoopState<'a, C> {
         // without one, the server's hint is a floor under the backoff.
         let hint = match class {
             ErrorClass::RetryAfter(d) => Some(match &self.guard.retry_after_sink {
-                Some(sink) => (sink.retry_after(service, d), true),
+                Some(sink) => (report_retry_after(sink, service, d, self.addr()), true),
                 None => (d, false),
             }),
             ErrorClass::Transient | ErrorClass::Permanent => None,

@@ -69,7 +69,7 @@ impl<'a, C> SyncLoop<'a, C> {
             Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
         };
         let result = {
-            let _depth = DepthGuard::set(self.inner_depth);
+            let _depth = DepthGuard::attempt(self.inner_depth, &self.state);
             fail_on_unwind(&mut permit, attempt)
         };
         match result {

@@ -1,0 +1,333 @@
+//! R12 + G6: a 429 reaches the Retry-After sink once, however many guarded calls it fails
+//! on its way out. A nested call that gets a 429 reports it; the loops around it see the
+//! same failure come out of their attempt and reuse the sink's answer instead of asking
+//! again, so a governor books one release slot per 429 and waits what it answered. The
+//! tests of one 429 failed before the fix (the sink was asked once per level); the tests of
+//! several 429s guard against reusing a report too widely.
+
+mod support;
+
+use resilience_core::backoff::{Backoff, BackoffStrategy};
+use resilience_core::breaker::BreakerConfig;
+use resilience_core::retry::{ErrorClass, RetryAfterSink, RetryPolicy};
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use support::*;
+
+/// `attempts` attempts, a fixed 1 s backoff, 1000 s in all; a breaker that stays closed.
+fn fixed(attempts: u32) -> RetryPolicy {
+    let backoff = Backoff::from_secs(BackoffStrategy::Fixed, 1.0, 60.0, false).unwrap();
+    RetryPolicy::new(attempts, backoff, secs(1000.0)).unwrap()
+}
+
+fn closed_breaker() -> BreakerConfig {
+    BreakerConfig::new(1000, secs(60.0), secs(0.0), 1).unwrap()
+}
+
+/// Counts its calls and answers each with a different wait (10 s, 20 s, ...), so a test can
+/// tell which call's answer a loop waited.
+#[derive(Debug, Default)]
+struct NumberingSink(AtomicU32);
+
+impl NumberingSink {
+    fn count(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl RetryAfterSink for NumberingSink {
+    fn retry_after(&self, _service: &str, _hint: Duration) -> Duration {
+        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        secs(10.0 * f64::from(n))
+    }
+}
+
+fn limited(_: &TestError) -> ErrorClass {
+    ErrorClass::RetryAfter(secs(5.0))
+}
+
+fn harness_with_sink(attempts: u32, sink: &Arc<NumberingSink>) -> Harness {
+    let sink: Arc<dyn RetryAfterSink> = sink.clone();
+    harness_with(fixed(attempts), |b| {
+        b.retry_after_sink(sink).breaker(closed_breaker())
+    })
+}
+
+/// Polls to the end; these futures never wait on anything but the manual sleeper.
+fn settle<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..1000 {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+    panic!("the future did not settle");
+}
+
+#[test]
+fn r12_a_nested_429_reaches_the_sink_once_per_outer_attempt() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(3, &sink);
+    let out: Result<(), TestError> =
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run(|| {
+                h.guard
+                    .call("inner")
+                    .idempotent()
+                    .classify(limited)
+                    .run(|| Err(op_err("429")))
+            });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 3, "one report per 429, not one per level");
+    assert_eq!(
+        h.sleeper.delays(),
+        [secs(10.0), secs(20.0)],
+        "the outer loop waits what the sink answered the nested call"
+    );
+}
+
+#[test]
+fn r12_a_429_through_three_levels_reaches_the_sink_once() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(2, &sink);
+    let out: Result<(), TestError> =
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run(|| {
+                h.guard.call("middle").classify(limited).run_once(|| {
+                    h.guard
+                        .call("inner")
+                        .idempotent()
+                        .classify(limited)
+                        .run(|| Err(op_err("429")))
+                })
+            });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 2);
+    assert_eq!(h.sleeper.delays(), [secs(10.0)]);
+}
+
+#[test]
+fn r12_a_nested_429_under_a_write_reaches_the_sink_once() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(3, &sink);
+    let out: Result<(), TestError> = h.guard.call("write").classify(limited).run_once(|| {
+        h.guard
+            .call("read")
+            .idempotent()
+            .classify(limited)
+            .run(|| Err(op_err("429")))
+    });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 1);
+}
+
+#[test]
+fn r12_a_nested_429_reaches_the_sink_once_under_every_async_entry() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(3, &sink);
+    let inner = || async {
+        h.guard
+            .call("inner")
+            .idempotent()
+            .classify(limited)
+            .run_async(|| async { Err::<(), _>(op_err("429")) })
+            .await
+    };
+
+    let out = settle(
+        h.guard
+            .call("run_async")
+            .idempotent()
+            .classify(limited)
+            .run_async(inner),
+    );
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 3, "run_async");
+    assert_eq!(h.sleeper.delays(), [secs(10.0), secs(20.0)], "run_async");
+
+    let out = settle(async {
+        let mut driver = h
+            .guard
+            .call("async_loop")
+            .idempotent()
+            .classify(limited)
+            .async_loop();
+        loop {
+            if let ControlFlow::Break(out) = driver.step(inner()).await {
+                break out;
+            }
+        }
+    });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 6, "async_loop");
+    assert_eq!(
+        h.sleeper.delays()[2..],
+        [secs(40.0), secs(50.0)],
+        "async_loop"
+    );
+
+    let out = settle(
+        h.guard
+            .call("run_once_async")
+            .classify(limited)
+            .run_once_async(inner()),
+    );
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 7, "run_once_async");
+}
+
+#[test]
+fn r12_a_sync_loop_reuses_the_report_of_its_attempts_nested_call() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(2, &sink);
+    let mut driver = h
+        .guard
+        .call("sync_loop")
+        .idempotent()
+        .classify(limited)
+        .sync_loop();
+    let out: Result<(), TestError> = loop {
+        let step = driver.step(|| {
+            h.guard
+                .call("inner")
+                .idempotent()
+                .classify(limited)
+                .run(|| Err(op_err("429")))
+        });
+        if let ControlFlow::Break(out) = step {
+            break out;
+        }
+    };
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 2);
+    assert_eq!(h.sleeper.delays(), [secs(10.0)]);
+}
+
+/// The outer attempt swallowed the nested 429 and got one of its own with another hint: two
+/// 429s, two reports, and the loop waits the answer to its own.
+#[test]
+fn r12_a_different_hint_at_the_outer_level_is_another_429() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(2, &sink);
+    let outer_class = |e: &TestError| match e {
+        TestError::Op(m) if m == "outer 429" => ErrorClass::RetryAfter(secs(7.0)),
+        _ => ErrorClass::Transient,
+    };
+    let out: Result<(), TestError> = h
+        .guard
+        .call("outer")
+        .idempotent()
+        .classify(outer_class)
+        .run(|| {
+            let _ = h
+                .guard
+                .call("inner")
+                .idempotent()
+                .classify(limited)
+                .run(|| Err::<(), _>(op_err("429")));
+            Err(op_err("outer 429"))
+        });
+    assert_eq!(out, Err(op_err("outer 429")));
+    assert_eq!(sink.count(), 4, "two 429s per attempt");
+    assert_eq!(h.sleeper.delays(), [secs(20.0)]);
+}
+
+/// Two nested calls in one attempt that both get a 429 are two 429s: the second one's report
+/// is not mistaken for a reuse of the first.
+#[test]
+fn r12_two_nested_429s_in_one_attempt_are_reported_twice() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(1, &sink);
+    let read = || {
+        h.guard
+            .call("inner")
+            .idempotent()
+            .classify(limited)
+            .run(|| Err::<(), _>(op_err("429")))
+    };
+    let out: Result<(), TestError> =
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run(|| {
+                let _ = read();
+                read()
+            });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 2);
+}
+
+/// Each sink hears each 429 once: a nested call on another service (another sink) reports to
+/// its own, and the outer loop asks its own sink.
+#[test]
+fn r12_nested_calls_on_another_sink_report_to_each_sink_once() {
+    let outer_sink = Arc::new(NumberingSink::default());
+    let inner_sink = Arc::new(NumberingSink::default());
+    let outer = harness_with_sink(2, &outer_sink);
+    let inner = harness_with_sink(2, &inner_sink);
+    let out: Result<(), TestError> = outer
+        .guard
+        .call("outer")
+        .idempotent()
+        .classify(limited)
+        .run(|| {
+            inner
+                .guard
+                .call("inner")
+                .idempotent()
+                .classify(limited)
+                .run(|| Err(op_err("429")))
+        });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(
+        inner_sink.count(),
+        2,
+        "the nested call runs once per outer attempt"
+    );
+    assert_eq!(
+        outer_sink.count(),
+        2,
+        "the outer sink is asked per outer attempt"
+    );
+}
+
+/// A report is kept only for the loops around the call that made it: the next call on the
+/// thread, with the same sink and hint, is a new 429.
+#[test]
+fn r12_a_later_call_does_not_reuse_an_earlier_calls_report() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(2, &sink);
+    for expected in [2, 4] {
+        let _: Result<(), TestError> = h
+            .guard
+            .call("read")
+            .idempotent()
+            .classify(limited)
+            .run(|| Err(op_err("429")));
+        assert_eq!(sink.count(), expected);
+    }
+    let _: Result<(), TestError> = h
+        .guard
+        .call("write")
+        .classify(limited)
+        .run_once(|| Err(op_err("429")));
+    assert_eq!(sink.count(), 5);
+    assert_eq!(
+        h.sleeper.delays(),
+        [secs(10.0), secs(30.0)],
+        "each loop waits its own answer"
+    );
+}
