@@ -61,6 +61,7 @@ fn is_rejection(d: &Diagnostic) -> bool {
             | DiagnosticKind::TooLong
             | DiagnosticKind::InvalidJson
             | DiagnosticKind::NotAnObject
+            | DiagnosticKind::MissingService
     )
 }
 

@@ -25,6 +25,10 @@ pub enum DiagnosticKind {
     InvalidJson,
     /// A service's override is not a JSON object and was ignored (C9).
     NotAnObject,
+    /// A top-level key is a section or setting name (`retry`, `max_attempts`): the service
+    /// level is missing (C2), and the override was ignored rather than applied to a service
+    /// called `retry`.
+    MissingService,
 }
 
 impl DiagnosticKind {
@@ -35,7 +39,11 @@ impl DiagnosticKind {
     pub fn is_warning(self) -> bool {
         match self {
             Self::UnknownKey | Self::SuspectServiceName | Self::RepeatedIgnoredKey => true,
-            Self::InvalidValue | Self::TooLong | Self::InvalidJson | Self::NotAnObject => false,
+            Self::InvalidValue
+            | Self::TooLong
+            | Self::InvalidJson
+            | Self::NotAnObject
+            | Self::MissingService => false,
         }
     }
 }

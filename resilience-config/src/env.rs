@@ -239,9 +239,15 @@ impl Reader<'_> {
                 continue;
             }
             let overrides = GlobalKey::ServiceOverrides.env_var(self.prefix);
-            let hint = if name.contains("HALF_OPEN") || name.contains("COOLDOWN_SECONDS") {
+            let hint = if name.contains("HALF_OPEN") {
                 format!(
-                    "; per-service breaker settings go in {overrides} (circuit_breaker.half_open_max_successes, circuit_breaker.cooldown_seconds)"
+                    "; it is set per service in {overrides} (circuit_breaker.half_open_max_successes)"
+                )
+            } else if name.contains("COOLDOWN") {
+                // The cooldown has a global variable (C4), just not under this name.
+                let cooldown = GlobalKey::Cooldown.env_var(self.prefix);
+                format!(
+                    "; did you mean {cooldown} (every service)? Per service, set circuit_breaker.cooldown_seconds in {overrides}"
                 )
             } else if name.ends_with("TOTAL_TIMEOUT") {
                 format!(

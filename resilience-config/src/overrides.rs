@@ -207,6 +207,10 @@ impl Ctx<'_> {
             );
             return None;
         }
+        if let Some(message) = missing_service(service) {
+            self.push(DiagnosticKind::MissingService, svc, message);
+            return None;
+        }
         self.body(service, value, true)
     }
 
@@ -286,7 +290,7 @@ impl Ctx<'_> {
                 } else {
                     did_you_mean(key, &SECTIONS)
                 };
-                self.unknown_key(path.to_owned(), svc, &hint, times);
+                self.unknown_key(path.to_owned(), key, svc, &hint, times);
             }
         }
         true
@@ -338,7 +342,7 @@ impl Ctx<'_> {
                 }
             } else {
                 let hint = did_you_mean(key, keys);
-                self.unknown_key(field_path, service, &hint, times);
+                self.unknown_key(field_path, key, service, &hint, times);
             }
         }
         valid
@@ -362,8 +366,9 @@ impl Ctx<'_> {
         false
     }
 
-    fn unknown_key(&mut self, path: String, service: &str, hint: &str, times: usize) {
-        let key = path.rsplit('.').next().unwrap_or_default().to_owned();
+    /// `key` as written: the path's last segment would cut a key holding a `.` short.
+    fn unknown_key(&mut self, path: String, key: &str, service: &str, hint: &str, times: usize) {
+        let key = segment(key);
         let repeated = if times > 1 {
             format!(" (it appears {times} times)")
         } else {
@@ -409,6 +414,28 @@ impl Ctx<'_> {
             );
         }
     }
+}
+
+/// Why a top-level key that names a section or setting is not a service, with the shape that
+/// was meant (C2); `None` for any other name.
+fn missing_service(key: &str) -> Option<String> {
+    let (section, inner) = if SECTIONS.contains(&key) {
+        (key, r#"{"max_attempts": 5}"#.to_owned())
+    } else if RETRY_KEYS.contains(&key) {
+        ("retry", format!(r#"{{"{key}": …}}"#))
+    } else if BREAKER_KEYS.contains(&key) {
+        ("circuit_breaker", format!(r#"{{"{key}": …}}"#))
+    } else {
+        return None;
+    };
+    let what = if section == key {
+        "a section"
+    } else {
+        "a setting"
+    };
+    Some(format!(
+        r#"`{key}` is {what}, not a service: the service is missing; write {{"plan_service": {{"{section}": {inner}}}}} with your service's name; ignored"#
+    ))
 }
 
 fn did_you_mean(key: &str, options: &[&str]) -> String {

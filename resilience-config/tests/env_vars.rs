@@ -384,28 +384,36 @@ fn c1_a_non_utf8_variable_is_refused_saying_what_is_ignored() {
     assert_eq!(plan.max_attempts.source, Source::BuiltIn);
 }
 
-/// C4: `half_open_max_successes` and `cooldown_seconds` have no variable of their own; a
-/// variable spelt like one is pointed to the per-service JSON overrides, not to a near name.
+/// C4: `half_open_max_successes` has no variable of its own: a variable spelt like one is
+/// pointed to the per-service JSON overrides, not to a near name. The cooldown has one,
+/// `CLEVERAGENTS_CB_COOLDOWN`: a variable spelt like the JSON key is pointed to it first,
+/// then to the JSON key for a per-service value.
 #[test]
-fn c4_variables_for_json_only_breaker_keys_point_to_the_overrides() {
-    for var in [
-        "CLEVERAGENTS_CB_HALF_OPEN_MAX_SUCCESSES",
-        "CLEVERAGENTS_CB_COOLDOWN_SECONDS",
-    ] {
+fn c4_variables_for_json_keys_point_to_the_variable_or_the_overrides() {
+    let message = |var: &str| {
         let c = config(&[(var, "2")]);
         let d = c.diagnostics();
         assert_eq!(d.len(), 1, "{var}: {d:?}");
         assert_eq!(d[0].kind(), DiagnosticKind::UnknownKey);
-        let message = d[0].message();
-        assert!(
-            message.contains(
-                "per-service breaker settings go in CLEVERAGENTS_RETRY_SERVICE_OVERRIDES \
-                 (circuit_breaker.half_open_max_successes, circuit_breaker.cooldown_seconds)"
-            ),
-            "{var}: {message}"
-        );
-        assert!(!message.contains("did you mean"), "{var}: {message}");
-    }
+        d[0].message().to_owned()
+    };
+    let half_open = message("CLEVERAGENTS_CB_HALF_OPEN_MAX_SUCCESSES");
+    assert!(
+        half_open.ends_with(
+            "; it is set per service in CLEVERAGENTS_RETRY_SERVICE_OVERRIDES \
+             (circuit_breaker.half_open_max_successes)"
+        ),
+        "{half_open}"
+    );
+    assert!(!half_open.contains("did you mean"), "{half_open}");
+    let cooldown = message("CLEVERAGENTS_CB_COOLDOWN_SECONDS");
+    assert!(
+        cooldown.ends_with(
+            "; did you mean CLEVERAGENTS_CB_COOLDOWN (every service)? Per service, set \
+             circuit_breaker.cooldown_seconds in CLEVERAGENTS_RETRY_SERVICE_OVERRIDES"
+        ),
+        "{cooldown}"
+    );
 }
 
 /// C1: a rejected value says what was expected: a count that is not a number is not called

@@ -548,3 +548,63 @@ fn c7_c10_a_repeated_ignored_key_warns_and_the_override_still_applies() {
     assert_eq!(d[2].kind(), DiagnosticKind::UnknownKey);
     assert_eq!(warnings(&events).len(), 4);
 }
+
+/// C2: overrides are keyed by service first. A section or setting at the top level has lost
+/// its service: an error that shows the shape meant, not a new service called `retry` with
+/// a hint to write `retry.retry.max_attempts`.
+#[test]
+fn c2_a_section_or_setting_without_its_service_is_an_error_showing_the_shape() {
+    let c = with_overrides(
+        r#"{"retry": {"max_attempts": 5}, "recovery_timeout": 9, "plan_service": {"retry": {"max_attempts": 4}}}"#,
+    );
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 2, "{d:?}");
+    let by_path = |p: &str| d.iter().find(|x| x.path() == Some(p)).unwrap();
+    let section = by_path("retry");
+    assert_eq!(section.kind(), DiagnosticKind::MissingService);
+    assert!(!section.kind().is_warning());
+    assert!(
+        section
+            .message()
+            .contains("`retry` is a section, not a service")
+            && section
+                .message()
+                .contains(r#"{"plan_service": {"retry": {"max_attempts": 5}}}"#),
+        "{}",
+        section.message()
+    );
+    let setting = by_path("recovery_timeout");
+    assert_eq!(setting.kind(), DiagnosticKind::MissingService);
+    assert!(
+        setting
+            .message()
+            .contains(r#"{"plan_service": {"circuit_breaker": {"recovery_timeout": …}}}"#),
+        "{}",
+        setting.message()
+    );
+    assert!(
+        !c.service_names().iter().any(|s| s == "retry"),
+        "no phantom service"
+    );
+    assert_eq!(resolve(&c, "plan_service").max_attempts.value, 4);
+}
+
+/// C10: an unknown key is named as written, dots and all; it was named by its last piece
+/// (`attempts` for `max.attempts`), which is not what the user typed.
+#[test]
+fn c10_an_unknown_key_with_a_dot_is_named_whole() {
+    let c = with_overrides(
+        r#"{"plan_service": {"retry.max_attempts": 4, "retry": {"max.attempts": 5}}}"#,
+    );
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 2, "{d:?}");
+    let messages: Vec<&str> = d.iter().map(|x| x.message()).collect();
+    assert!(
+        messages[0].contains("unknown key `retry.max_attempts` in the override for `plan_service`"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("unknown key `max.attempts` in the override for `plan_service`"),
+        "{messages:?}"
+    );
+}
