@@ -389,3 +389,55 @@ fn m5_inline_mod_defaults_reach_fns_and_impls_inside_and_nest() {
     assert_eq!(seen.declared.max_attempts, Some(6));
     assert_eq!(seen.declared.jitter, Some(false));
 }
+
+#[service_defaults(service = "plan_service", jitter = false, crate = "crate::recording")]
+mod renamed {
+    use super::ApiError;
+    use resilience::service_defaults as defaults_for;
+
+    // The outer #[service_defaults] does not know this name, so both append their defaults
+    // to the fn's attribute; they used to replace each other, the outer ones lost.
+    #[defaults_for(max_attempts = 6)]
+    pub mod audit {
+        use super::ApiError;
+
+        #[resilience::retry_service_operation(idempotent)]
+        pub fn read() -> Result<(), ApiError> {
+            Ok(())
+        }
+    }
+
+    #[defaults_for(service = "audit_service")]
+    pub mod billing {
+        use super::ApiError;
+
+        #[resilience::retry_service_operation(idempotent)]
+        pub fn read() -> Result<(), ApiError> {
+            Ok(())
+        }
+    }
+
+    #[resilience::retry_service_operation(idempotent)]
+    pub fn list() -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn m5_nested_defaults_under_another_name_merge_with_the_outer_ones() {
+    renamed::audit::read().unwrap();
+    let seen = only_call();
+    assert_eq!(seen.service, "plan_service", "the outer service fills in");
+    assert_eq!(seen.declared.max_attempts, Some(6));
+    assert_eq!(seen.declared.jitter, Some(false));
+
+    renamed::billing::read().unwrap();
+    assert_eq!(
+        only_call().service,
+        "audit_service",
+        "the inner service wins"
+    );
+
+    renamed::list().unwrap();
+    assert_eq!(only_call().service, "plan_service");
+}

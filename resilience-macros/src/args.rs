@@ -180,6 +180,13 @@ fn parse_one(input: ParseStream<'_>, args: &mut RetryArgs, ctxt: &Ctxt) -> syn::
             parsed.inherit(outer.args);
             had_errors |= outer.had_errors;
         }
+        // A second `__defaults` on one attribute: an inner `#[service_defaults]` imported
+        // under another name, which the outer one did not recognise, so each appended its
+        // own. The inner one expands last and comes last: its values win, the outer's fill in.
+        if let Some(earlier) = args.defaults.take() {
+            parsed.inherit(earlier.args);
+            had_errors |= earlier.had_errors;
+        }
         args.defaults = Some(Box::new(Defaults {
             args: parsed,
             had_errors,
