@@ -13,7 +13,7 @@
 
 use crate::args::{self, sym, RetryArgs};
 use crate::diag::{with_original, Ctxt};
-use crate::validate::Checked;
+use crate::validate::{service_name_problem, Checked};
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::quote;
 
@@ -66,11 +66,8 @@ fn check_args(parsed: &RetryArgs, ctxt: &Ctxt) {
         );
     }
     if let Some(s) = &parsed.service {
-        if s.value.value().trim().is_empty() {
-            ctxt.error(
-                s.span,
-                "`service` must not be empty: name the service these fns call, e.g. `service = \"plan_service\"`",
-            );
+        if let Some(why) = service_name_problem(&s.value.value(), "these fns call") {
+            ctxt.error(s.span, why);
         }
     }
     // Range checks (seconds, attempts, backoff names, crate path), reported once here rather

@@ -269,17 +269,16 @@ fn service(args: &RetryArgs, defaults: Option<&Defaults>, ctxt: &Ctxt) -> Option
     let own = args.service.as_ref();
     let lit = own.or_else(|| defaults.and_then(|d| d.args.service.as_ref()));
     match lit {
-        Some(s) if s.value.value().trim().is_empty() => {
-            // An inherited empty service was reported by #[service_defaults] already.
-            if own.is_some() {
-                ctxt.error(
-                    s.span,
-                    "`service` must not be empty: name the service this fn calls, e.g. `service = \"plan_service\"`",
-                );
+        Some(s) => match service_name_problem(&s.value.value(), "this fn calls") {
+            // An inherited bad service was reported by #[service_defaults] already.
+            Some(why) => {
+                if own.is_some() {
+                    ctxt.error(s.span, why);
+                }
+                None
             }
-            None
-        }
-        Some(s) => Some(s.value.clone()),
+            None => Some(s.value.clone()),
+        },
         None => {
             // A `service` that was given but failed to type, or inherited defaults that had
             // errors, were reported already; "missing" would only add noise.
@@ -292,6 +291,24 @@ fn service(args: &RetryArgs, defaults: Option<&Defaults>, ctxt: &Ctxt) -> Option
             }
             None
         }
+    }
+}
+
+/// What is wrong with a `service` name, if anything; `calls` says whose service it is ("this
+/// fn calls"). A padded name is refused rather than trimmed: it would name another service
+/// than the one config and the registry know, and trimming would hide the typo.
+pub(crate) fn service_name_problem(name: &str, calls: &str) -> Option<String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        Some(format!(
+            "`service` must not be empty: name the service {calls}, e.g. `service = \"plan_service\"`"
+        ))
+    } else if trimmed != name {
+        Some(format!(
+            "`service` has spaces around its name, which would make it another service than `{trimmed}`: write `service = \"{trimmed}\"`"
+        ))
+    } else {
+        None
     }
 }
 
