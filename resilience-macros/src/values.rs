@@ -88,6 +88,9 @@ pub(crate) fn secs(
         );
         return None;
     }
+    if misfit(ctxt, name, &expr) {
+        return None;
+    }
     let parsed = match peel(&expr) {
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_),
@@ -142,6 +145,9 @@ pub(crate) fn count(
                 "`{name}` takes a whole number: remove the suffix `{suffix}`, e.g. `{name} = 3`"
             ),
         );
+        return None;
+    }
+    if misfit(ctxt, name, &expr) {
         return None;
     }
     match peel(&expr) {
@@ -245,6 +251,65 @@ fn unit_suffix(expr: &Expr, allowed: usize) -> Option<(String, String)> {
     };
     (!suffix.is_empty() && !NUMBER_SUFFIXES[..allowed].contains(&suffix))
         .then(|| (digits.to_owned(), suffix.to_owned()))
+}
+
+/// Reports a number whose type suffix cannot hold it (`300u8`, `-1u32`, `1e40f32`): rustc
+/// would refuse that literal in code, so it must not be read here as if the suffix were not
+/// there. `true` when reported.
+fn misfit(ctxt: &Ctxt, name: &str, expr: &Expr) -> bool {
+    let (negative, lit) = match peel(expr) {
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => (true, peel(inner)),
+        other => (false, other),
+    };
+    let (digits, suffix) = match lit {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => (i.base10_digits(), i.suffix()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => (f.base10_digits(), f.suffix()),
+        _ => return false,
+    };
+    let value = if negative {
+        format!("-{digits}")
+    } else {
+        digits.to_owned()
+    };
+    // syn reads `-1u32` as one literal when it stands alone.
+    let negative = value.starts_with('-');
+    let fits = match suffix {
+        "u8" => value.parse::<u8>().is_ok(),
+        "u16" => value.parse::<u16>().is_ok(),
+        "u32" => value.parse::<u32>().is_ok(),
+        "u64" | "usize" => value.parse::<u64>().is_ok(),
+        "u128" => value.parse::<u128>().is_ok(),
+        "i8" => value.parse::<i8>().is_ok(),
+        "i16" => value.parse::<i16>().is_ok(),
+        "i32" => value.parse::<i32>().is_ok(),
+        "i64" | "isize" => value.parse::<i64>().is_ok(),
+        "i128" => value.parse::<i128>().is_ok(),
+        "f32" => value.parse::<f32>().is_ok_and(f32::is_finite),
+        "f64" => value.parse::<f64>().is_ok_and(f64::is_finite),
+        // No suffix, or a unit (reported by `unit_suffix`).
+        _ => return false,
+    };
+    if !fits {
+        // A negative number is refused by the argument's own rule once the suffix is gone.
+        let example = if negative {
+            String::new()
+        } else {
+            format!(", e.g. `{name} = {value}`")
+        };
+        ctxt.error(
+            span_of(lit),
+            format!("`{value}{suffix}` does not fit in a `{suffix}`: write the number without a type suffix{example}"),
+        );
+    }
+    !fits
 }
 
 /// `digits` in seconds, when `unit` is a time unit someone may have meant.
