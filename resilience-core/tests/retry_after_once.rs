@@ -331,3 +331,214 @@ fn r12_a_later_call_does_not_reuse_an_earlier_calls_report() {
         "each loop waits its own answer"
     );
 }
+
+// Found by review: the first version told a swallowed nested 429 and the attempt's own 429
+// apart only by the hint, lost a report to any guarded call after it in the attempt or to a
+// resumed poll, and matched clock-computed hints to the nanosecond.
+
+/// An attempt that falls back after a rate-limited nested call and then gets its own 429
+/// with the same hint: two 429s, told apart by the error's text.
+#[test]
+fn r12_a_swallowed_nested_429_does_not_hide_the_attempts_own_429() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(1, &sink);
+    let out: Result<(), TestError> =
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run(|| {
+                let _ = h
+                    .guard
+                    .call("cache")
+                    .idempotent()
+                    .classify(limited)
+                    .run(|| Err::<(), _>(op_err("cache 429")));
+                Err(op_err("origin 429"))
+            });
+    assert_eq!(out, Err(op_err("origin 429")));
+    assert_eq!(sink.count(), 2);
+}
+
+/// Two services sharing one sink, the same error text: the outer service's 429 is told under
+/// its own name.
+#[test]
+fn r12_a_report_for_another_service_is_not_reused() {
+    #[derive(Debug, Default)]
+    struct Services(std::sync::Mutex<Vec<String>>);
+    impl RetryAfterSink for Services {
+        fn retry_after(&self, service: &str, hint: Duration) -> Duration {
+            self.0.lock().unwrap().push(service.to_owned());
+            hint
+        }
+    }
+    let sink = Arc::new(Services::default());
+    let guard = |name: &str| {
+        let sink: Arc<dyn RetryAfterSink> = sink.clone();
+        resilience_core::retry::ServiceGuard::builder(name)
+            .policy(fixed(1))
+            .retry_after_sink(sink)
+            .breaker(closed_breaker())
+            .build()
+    };
+    let (origin, cache) = (guard("origin"), guard("cache"));
+    let _: Result<(), TestError> = origin.call("outer").idempotent().classify(limited).run(|| {
+        let _ = cache
+            .call("cache")
+            .idempotent()
+            .classify(limited)
+            .run(|| Err::<(), _>(op_err("429")));
+        Err(op_err("429"))
+    });
+    assert_eq!(*sink.0.lock().unwrap(), ["cache", "origin"]);
+}
+
+/// `run_async`'s later attempts make their future under one guard and poll it under another:
+/// the second must not forget what the factory's nested call reported.
+#[test]
+fn r12_run_async_reuses_a_report_made_by_the_factory_on_every_attempt() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(3, &sink);
+    let out = settle(
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run_async(|| {
+                let r: Result<(), TestError> = h
+                    .guard
+                    .call("inner")
+                    .idempotent()
+                    .classify(limited)
+                    .run(|| Err(op_err("429")));
+                std::future::ready(r)
+            }),
+    );
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 3);
+}
+
+/// A guarded call after the nested 429 in the same attempt (an audit write that succeeds)
+/// does not make the loop ask again.
+#[test]
+fn r12_a_later_guarded_call_in_the_attempt_keeps_the_report() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(2, &sink);
+    let out: Result<(), TestError> =
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run(|| {
+                let r = h
+                    .guard
+                    .call("inner")
+                    .idempotent()
+                    .classify(limited)
+                    .run(|| Err::<(), _>(op_err("429")));
+                let _ = h.guard.call("audit").run_once(|| Ok::<(), TestError>(()));
+                r
+            });
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 2);
+    assert_eq!(h.sleeper.delays(), [secs(10.0)]);
+}
+
+/// A nested call in a task spawned with `propagate`, awaited by the attempt (which is polled
+/// again when the task ends): one 429.
+#[test]
+fn r12_a_429_in_a_task_spawned_with_propagate_is_told_once() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = Arc::new(harness_with_sink(1, &sink));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let out: Result<(), TestError> = rt.block_on(
+        h.guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .run_async(|| {
+                let h = h.clone();
+                async move {
+                    tokio::spawn(resilience_core::retry::nesting::propagate(async move {
+                        h.guard
+                            .call("inner")
+                            .idempotent()
+                            .classify(limited)
+                            .run_async(|| async { Err::<(), _>(op_err("429")) })
+                            .await
+                    }))
+                    .await
+                    .unwrap()
+                }
+            }),
+    );
+    assert_eq!(out, Err(op_err("429")));
+    assert_eq!(sink.count(), 1);
+}
+
+/// A hint computed from the clock ("until the reset") shrinks between the nested loop's look
+/// and the outer one's: still the same 429.
+#[test]
+fn r12_a_clock_computed_hint_is_still_the_same_429() {
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(1, &sink);
+    let reset_at = 5.0;
+    let until_reset = |_: &TestError| {
+        // Each look takes a millisecond.
+        h.sleeper.advance(secs(0.001));
+        ErrorClass::RetryAfter(secs(reset_at - h.clock.now_secs()))
+    };
+    let _: Result<(), TestError> = h
+        .guard
+        .call("outer")
+        .idempotent()
+        .classify(until_reset)
+        .run(|| {
+            h.guard
+                .call("inner")
+                .idempotent()
+                .classify(until_reset)
+                .run(|| Err(op_err("429")))
+        });
+    assert_eq!(sink.count(), 1);
+}
+
+/// A loop at the same stack address as an earlier one whose attempt left a report behind
+/// asks afresh.
+#[test]
+fn r12_a_loop_at_a_reused_address_does_not_reuse_an_earlier_loops_report() {
+    #[inline(never)]
+    fn call(h: &Harness, swallow: bool) -> Result<(), TestError> {
+        let mut driver = h
+            .guard
+            .call("outer")
+            .idempotent()
+            .classify(limited)
+            .sync_loop();
+        loop {
+            let step = driver.step(|| {
+                if swallow {
+                    let _ = h
+                        .guard
+                        .call("inner")
+                        .idempotent()
+                        .classify(limited)
+                        .run(|| Err::<(), _>(op_err("429")));
+                    Ok(())
+                } else {
+                    Err(op_err("429"))
+                }
+            });
+            if let ControlFlow::Break(out) = step {
+                return out;
+            }
+        }
+    }
+    let sink = Arc::new(NumberingSink::default());
+    let h = harness_with_sink(1, &sink);
+    let _ = call(&h, true);
+    let _ = call(&h, false);
+    assert_eq!(sink.count(), 2);
+}

@@ -170,6 +170,7 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
                 report_retry_after(
                     sink,
                     &self.guard.service,
+                    e,
                     d,
                     std::ptr::from_ref(self).addr(),
                 );

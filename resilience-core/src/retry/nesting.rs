@@ -39,15 +39,18 @@ pub(crate) struct Reported {
     pub(crate) sink: usize,
     /// The attempt the reporting call ran in ([`Level::attempt`]).
     pub(crate) within: usize,
+    /// The service and the error's text, hashed: an enclosing loop reuses the report only
+    /// for the same failure, not for another 429 its attempt got after swallowing this one.
+    pub(crate) failure: u64,
     pub(crate) hint: Duration,
     pub(crate) answer: Duration,
 }
 
 struct Nesting {
     level: Cell<Level>,
-    /// The last report made on this thread since an attempt last started or resumed here:
-    /// each attempt's poll clears it, so a report found after an attempt failed was made
-    /// inside that attempt (see [`DepthGuard::attempt`]).
+    /// The last report made on this thread. A report made inside an attempt is forgotten
+    /// when that loop starts its next attempt (see [`DepthGuard::attempt`]), so one found
+    /// once an attempt has failed was made inside that attempt.
     reported: Cell<Option<Reported>>,
 }
 
@@ -95,10 +98,13 @@ pub struct DepthGuard {
 }
 
 impl DepthGuard {
-    /// Sets the depth to `depth` until the guard is dropped.
+    /// Sets the depth to `depth` until the guard is dropped; the enclosing attempt stays.
     #[inline]
     pub fn set(depth: u32) -> Self {
-        Self::at(Level { depth, attempt: 0 })
+        Self::at(Level {
+            depth,
+            attempt: current_level().attempt,
+        })
     }
 
     /// Enters one more level of nesting.
@@ -107,9 +113,10 @@ impl DepthGuard {
         Self::set(current_depth().saturating_add(1))
     }
 
-    /// Runs (or resumes) an attempt of the loop whose state is `attempt` at `depth`, and
-    /// forgets the thread's last Retry-After report: one found once this attempt has failed
-    /// was made inside it, not left over from another call or task.
+    /// Starts an attempt of the loop whose state is `attempt`, at `depth`, and forgets a
+    /// Retry-After report made inside its previous attempt: one found once this attempt has
+    /// failed was made inside it. Reports made elsewhere are kept: they may belong to an
+    /// attempt around this loop.
     #[inline]
     pub(crate) fn attempt<S>(depth: u32, attempt: &S) -> Self {
         let level = Level {
@@ -117,13 +124,24 @@ impl DepthGuard {
             attempt: std::ptr::from_ref(attempt).addr(),
         };
         let prev = NESTING.with(|n| {
-            n.reported.set(None);
+            if n.reported.get().is_some_and(|r| r.within == level.attempt) {
+                n.reported.set(None);
+            }
             n.level.replace(level)
         });
         Self {
             prev,
             _not_send: std::marker::PhantomData,
         }
+    }
+
+    /// Resumes (polls again) the running attempt of the loop whose state is `attempt`.
+    #[inline]
+    pub(crate) fn resume<S>(depth: u32, attempt: &S) -> Self {
+        Self::at(Level {
+            depth,
+            attempt: std::ptr::from_ref(attempt).addr(),
+        })
     }
 
     #[inline]

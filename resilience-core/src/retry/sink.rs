@@ -16,38 +16,52 @@ use std::time::Duration;
 ///
 /// It hears each 429 once: when the failure of a nested guarded call fails the attempts
 /// around it too, those loops reuse the answer the nested call got instead of asking again
-/// (as long as the enclosing attempt fails in the same poll, on the same thread, with the
-/// same hint and sink), so a governor books one release slot per 429, not one per level.
+/// (when they can tell it is the same failure: on the same thread, with the same error
+/// text, service, hint and sink), so a governor books one release slot per 429, not one
+/// per level of nesting.
 pub trait RetryAfterSink: Send + Sync + fmt::Debug + 'static {
     /// `service` was told to come back after `hint`; returns the wait before the next attempt.
     fn retry_after(&self, service: &str, hint: Duration) -> Duration;
 }
 
-/// Tells `sink` that `service` was told to come back after `hint`, once per 429: `own` is the
-/// address of the reporting loop's state (what its attempts ran under, see
-/// [`DepthGuard::attempt`]).
+/// How far apart the hints of one failure may be, seen by the nested loop and by one around
+/// it: a hint computed from the clock ("until the reset") shrinks between the two looks.
+const SAME_HINT: Duration = Duration::from_secs(1);
+
+/// Tells `sink` that `service` was told to come back after `hint` because of `error`, once
+/// per 429: `own` is the address of the reporting loop's state (what its attempts run under,
+/// see [`DepthGuard::attempt`]).
 ///
 /// A nested guarded call that failed with a Retry-After has reported it already when the
-/// enclosing loop sees the same hint come out of the attempt that made that call. Then the
-/// enclosing loop takes the sink's answer from that report instead of asking again: a sink
-/// counting rate limits counts it once, and the governor books one release slot, not one per
-/// level of nesting. The report is found only if it was made in this attempt on this thread
-/// with the same sink and hint; otherwise (a spawned task, an attempt that awaited elsewhere
-/// before failing) the sink is asked again. An attempt that swallowed a nested call's 429 and
-/// then failed with another of the same hint counts as one 429.
+/// enclosing loop sees the same failure come out of the attempt that made that call. Then
+/// the enclosing loop takes the sink's answer from that report instead of asking again: a
+/// sink counting rate limits counts it once, and the governor books one release slot, not
+/// one per level of nesting. The same failure means: reported inside this loop's current
+/// attempt, on this thread, to the same sink, for the same service, with an error that
+/// reads the same and a hint within [`SAME_HINT`]. Anything else asks the sink again
+/// (counting a 429 twice is the safer mistake): a nested call on another thread, an
+/// error wrapped into another text, or a later report on the same thread in between.
+/// The one case counted once that was two: an attempt that swallowed a nested call's 429
+/// and then got a second 429 that reads exactly the same.
 ///
 /// [`DepthGuard::attempt`]: super::nesting::DepthGuard
 #[cold]
-pub(crate) fn report_retry_after(
+pub(crate) fn report_retry_after<E: fmt::Display>(
     sink: &Arc<dyn RetryAfterSink>,
     service: &str,
+    error: &E,
     hint: Duration,
     own: usize,
 ) -> Duration {
     let sink_addr = Arc::as_ptr(sink).cast::<()>().addr();
+    let failure = failure_hash(service, error);
     let within = current_level().attempt;
-    let reused =
-        take_reported().filter(|r| r.within == own && r.sink == sink_addr && r.hint == hint);
+    let reused = take_reported().filter(|r| {
+        r.within == own
+            && r.sink == sink_addr
+            && r.failure == failure
+            && r.hint.abs_diff(hint) <= SAME_HINT
+    });
     let answer = match reused {
         Some(r) => r.answer,
         None => sink.retry_after(service, hint),
@@ -56,8 +70,29 @@ pub(crate) fn report_retry_after(
     keep_reported(Reported {
         sink: sink_addr,
         within,
+        failure,
         hint,
         answer,
     });
     answer
+}
+
+/// The service and the error's text, hashed without keeping the text (it may hold secrets).
+fn failure_hash<E: fmt::Display>(service: &str, error: &E) -> u64 {
+    use std::fmt::Write as _;
+    use std::hash::{DefaultHasher, Hash, Hasher};
+
+    struct HashWriter(DefaultHasher);
+    impl fmt::Write for HashWriter {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut w = HashWriter(DefaultHasher::new());
+    service.hash(&mut w.0);
+    // A Display that fails leaves a partial hash: the reuse may then miss, never mislead
+    // more than the text it wrote.
+    let _ = write!(w, "{error}");
+    w.0.finish()
 }

@@ -78,7 +78,8 @@ impl<F> InFlight<'_, '_, F> {
                 let Some(attempt) = self.attempt.as_mut().as_pin_mut() else {
                     unreachable!("an attempt is in flight");
                 };
-                let _depth = DepthGuard::attempt(self.depth, &*state);
+                // Started where the attempt was made (its factory ran at the start).
+                let _depth = DepthGuard::resume(self.depth, &*state);
                 fail_on_unwind(self.permit, || attempt.poll(cx))
             }
         };

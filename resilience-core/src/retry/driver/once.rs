@@ -61,7 +61,8 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if *this.inner_depth == 0 {
+        let started = *this.inner_depth == 0;
+        if started {
             // The first poll: the nesting depth is the polling task's (R6).
             *this.inner_depth = current_depth().saturating_add(1);
             match this.call.acquire_once() {
@@ -76,7 +77,11 @@ where
             panic!("`RunOnce` polled after completion");
         };
         let polled = {
-            let _depth = DepthGuard::attempt(*this.inner_depth, &*this.call);
+            let _depth = if started {
+                DepthGuard::attempt(*this.inner_depth, &*this.call)
+            } else {
+                DepthGuard::resume(*this.inner_depth, &*this.call)
+            };
             fail_on_unwind(this.permit, || attempt.poll(cx))
         };
         let result = match polled {

@@ -124,7 +124,10 @@ impl<'a, C> LoopState<'a, C> {
         // without one, the server's hint is a floor under the backoff.
         let hint = match class {
             ErrorClass::RetryAfter(d) => Some(match &self.guard.retry_after_sink {
-                Some(sink) => (report_retry_after(sink, service, d, self.addr()), true),
+                Some(sink) => (
+                    report_retry_after(sink, service, error, d, self.addr()),
+                    true,
+                ),
                 None => (d, false),
             }),
             ErrorClass::Transient | ErrorClass::Permanent => None,
