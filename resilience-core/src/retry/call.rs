@@ -104,11 +104,11 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         C: Classifier<E>,
     {
         let mut permit = self.acquire_once()?;
-        let result = {
-            let _nested = DepthGuard::attempt(current_depth().saturating_add(1), &self);
-            fail_on_unwind(&mut permit, attempt)
+        let (result, id) = {
+            let (_nested, id) = DepthGuard::start(current_depth().saturating_add(1));
+            (fail_on_unwind(&mut permit, attempt), id)
         };
-        self.finish_once(permit, &result);
+        self.finish_once(permit, &result, id);
         result
     }
 
@@ -143,6 +143,7 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         &self,
         permit: Option<BreakerPermit<'a>>,
         r: &Result<T, E>,
+        attempt: usize,
     ) where
         C: Classifier<E>,
     {
@@ -154,26 +155,20 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
             }
         }
         if let Err(e) = r {
-            self.failed_once(e);
+            self.failed_once(e, attempt);
         }
     }
 
     /// A single attempt failed: a Retry-After it carries still reaches the sink (R12, G6),
     /// then its event.
     #[cold]
-    fn failed_once<E: fmt::Display>(&self, e: &E)
+    fn failed_once<E: fmt::Display>(&self, e: &E, attempt: usize)
     where
         C: Classifier<E>,
     {
         if let Some(sink) = &self.guard.retry_after_sink {
             if let ErrorClass::RetryAfter(d) = self.classifier.classify(e) {
-                report_retry_after(
-                    sink,
-                    &self.guard.service,
-                    e,
-                    d,
-                    std::ptr::from_ref(self).addr(),
-                );
+                report_retry_after(sink, &self.guard.service, e, d, attempt);
             }
         }
         events::giving_up(&self.guard.service, self.operation, 1, e, "single_attempt");

@@ -29,8 +29,7 @@ pub trait RetryAfterSink: Send + Sync + fmt::Debug + 'static {
 const SAME_HINT: Duration = Duration::from_secs(1);
 
 /// Tells `sink` that `service` was told to come back after `hint` because of `error`, once
-/// per 429: `own` is the address of the reporting loop's state (what its attempts run under,
-/// see [`DepthGuard::attempt`]).
+/// per 429: `own` names the reporting loop's attempt that failed (see [`Level::attempt`]).
 ///
 /// A nested guarded call that failed with a Retry-After has reported it already when the
 /// enclosing loop sees the same failure come out of the attempt that made that call. Then
@@ -44,7 +43,7 @@ const SAME_HINT: Duration = Duration::from_secs(1);
 /// The one case counted once that was two: an attempt that swallowed a nested call's 429
 /// and then got a second 429 that reads exactly the same.
 ///
-/// [`DepthGuard::attempt`]: super::nesting::DepthGuard
+/// [`Level::attempt`]: super::nesting::Level
 #[cold]
 pub(crate) fn report_retry_after<E: fmt::Display>(
     sink: &Arc<dyn RetryAfterSink>,

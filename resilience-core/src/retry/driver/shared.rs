@@ -58,14 +58,6 @@ impl<'a, C> LoopState<'a, C> {
         self.no_retry = no_retry_reason::<I>(self.guard, depth);
     }
 
-    /// This state's address: what its attempts run under (see [`DepthGuard::attempt`]).
-    ///
-    /// [`DepthGuard::attempt`]: crate::retry::nesting::DepthGuard
-    #[inline]
-    pub(super) fn addr(&self) -> usize {
-        std::ptr::from_ref(self).addr()
-    }
-
     /// Whether this call may retry.
     #[inline]
     pub(super) fn may_retry(&self) -> bool {
@@ -110,9 +102,12 @@ impl<'a, C> LoopState<'a, C> {
     }
 
     /// After the current attempt failed with `error`: the delay before the next one, or
-    /// `None` to stop. Emits the attempt's event either way (R8).
+    /// `None` to stop. Emits the attempt's event either way (R8). `own` names the attempt
+    /// (see [`Level::attempt`]).
+    ///
+    /// [`Level::attempt`]: crate::retry::nesting::Level
     #[cold]
-    pub(super) fn next_delay<E: fmt::Display>(&mut self, error: &E) -> Option<Duration>
+    pub(super) fn next_delay<E: fmt::Display>(&mut self, error: &E, own: usize) -> Option<Duration>
     where
         C: Classifier<E>,
     {
@@ -124,10 +119,7 @@ impl<'a, C> LoopState<'a, C> {
         // without one, the server's hint is a floor under the backoff.
         let hint = match class {
             ErrorClass::RetryAfter(d) => Some(match &self.guard.retry_after_sink {
-                Some(sink) => (
-                    report_retry_after(sink, service, error, d, self.addr()),
-                    true,
-                ),
+                Some(sink) => (report_retry_after(sink, service, error, d, own), true),
                 None => (d, false),
             }),
             ErrorClass::Transient | ErrorClass::Permanent => None,

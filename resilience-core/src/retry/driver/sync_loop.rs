@@ -68,9 +68,9 @@ impl<'a, C> SyncLoop<'a, C> {
             Ok(p) => p,
             Err(refused) => return ControlFlow::Break(Err(E::from(refused))),
         };
-        let result = {
-            let _depth = DepthGuard::attempt(self.inner_depth, &self.state);
-            fail_on_unwind(&mut permit, attempt)
+        let (result, id) = {
+            let (_depth, id) = DepthGuard::start(self.inner_depth);
+            (fail_on_unwind(&mut permit, attempt), id)
         };
         match result {
             Ok(v) => {
@@ -79,19 +79,19 @@ impl<'a, C> SyncLoop<'a, C> {
             }
             Err(e) => {
                 report(permit, false);
-                self.after_failure(e)
+                self.after_failure(e, id)
             }
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn after_failure<T, E>(&mut self, error: E) -> ControlFlow<Result<T, E>>
+    fn after_failure<T, E>(&mut self, error: E, attempt: usize) -> ControlFlow<Result<T, E>>
     where
         E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
     {
-        match self.state.next_delay(&error) {
+        match self.state.next_delay(&error, attempt) {
             None => ControlFlow::Break(Err(self.state.stop_with(error))),
             Some(delay) => {
                 self.state.guard.sleeper.sleep(delay);
