@@ -125,10 +125,15 @@ impl DepthGuard {
     /// Sets the depth to `depth` until the guard is dropped; the enclosing attempt stays.
     #[inline]
     pub fn set(depth: u32) -> Self {
-        Self::at(Level {
-            depth,
-            attempt: current_level().attempt,
-        })
+        let prev = NESTING.with(|n| {
+            let prev = n.level.get();
+            n.level.set(Level { depth, ..prev });
+            prev
+        });
+        Self {
+            prev,
+            _not_send: std::marker::PhantomData,
+        }
     }
 
     /// Enters one more level of nesting.
