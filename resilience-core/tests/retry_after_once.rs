@@ -9,7 +9,7 @@ mod support;
 
 use resilience_core::backoff::{Backoff, BackoffStrategy};
 use resilience_core::breaker::BreakerConfig;
-use resilience_core::retry::{ErrorClass, RetryAfterSink, RetryPolicy};
+use resilience_core::retry::{ErrorClass, RetryAfterSink, RetryPolicy, ServiceGuard};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::pin;
@@ -51,6 +51,15 @@ fn limited(_: &TestError) -> ErrorClass {
     ErrorClass::RetryAfter(secs(5.0))
 }
 
+/// A retried read on `guard` whose every attempt fails with a 429 reading `text`.
+fn read_429(guard: &ServiceGuard, operation: &str, text: &str) -> Result<(), TestError> {
+    guard
+        .call(operation)
+        .idempotent()
+        .classify(limited)
+        .run(|| Err(op_err(text)))
+}
+
 fn harness_with_sink(attempts: u32, sink: &Arc<NumberingSink>) -> Harness {
     let sink: Arc<dyn RetryAfterSink> = sink.clone();
     harness_with(fixed(attempts), |b| {
@@ -74,18 +83,12 @@ fn settle<F: Future>(fut: F) -> F::Output {
 fn r12_a_nested_429_reaches_the_sink_once_per_outer_attempt() {
     let sink = Arc::new(NumberingSink::default());
     let h = harness_with_sink(3, &sink);
-    let out: Result<(), TestError> =
-        h.guard
-            .call("outer")
-            .idempotent()
-            .classify(limited)
-            .run(|| {
-                h.guard
-                    .call("inner")
-                    .idempotent()
-                    .classify(limited)
-                    .run(|| Err(op_err("429")))
-            });
+    let out: Result<(), TestError> = h
+        .guard
+        .call("outer")
+        .idempotent()
+        .classify(limited)
+        .run(|| read_429(&h.guard, "inner", "429"));
     assert_eq!(out, Err(op_err("429")));
     assert_eq!(sink.count(), 3, "one report per 429, not one per level");
     assert_eq!(
@@ -105,13 +108,10 @@ fn r12_a_429_through_three_levels_reaches_the_sink_once() {
             .idempotent()
             .classify(limited)
             .run(|| {
-                h.guard.call("middle").classify(limited).run_once(|| {
-                    h.guard
-                        .call("inner")
-                        .idempotent()
-                        .classify(limited)
-                        .run(|| Err(op_err("429")))
-                })
+                h.guard
+                    .call("middle")
+                    .classify(limited)
+                    .run_once(|| read_429(&h.guard, "inner", "429"))
             });
     assert_eq!(out, Err(op_err("429")));
     assert_eq!(sink.count(), 2);
@@ -122,13 +122,11 @@ fn r12_a_429_through_three_levels_reaches_the_sink_once() {
 fn r12_a_nested_429_under_a_write_reaches_the_sink_once() {
     let sink = Arc::new(NumberingSink::default());
     let h = harness_with_sink(3, &sink);
-    let out: Result<(), TestError> = h.guard.call("write").classify(limited).run_once(|| {
-        h.guard
-            .call("read")
-            .idempotent()
-            .classify(limited)
-            .run(|| Err(op_err("429")))
-    });
+    let out: Result<(), TestError> = h
+        .guard
+        .call("write")
+        .classify(limited)
+        .run_once(|| read_429(&h.guard, "read", "429"));
     assert_eq!(out, Err(op_err("429")));
     assert_eq!(sink.count(), 1);
 }
@@ -199,13 +197,7 @@ fn r12_a_sync_loop_reuses_the_report_of_its_attempts_nested_call() {
         .classify(limited)
         .sync_loop();
     let out: Result<(), TestError> = loop {
-        let step = driver.step(|| {
-            h.guard
-                .call("inner")
-                .idempotent()
-                .classify(limited)
-                .run(|| Err(op_err("429")))
-        });
+        let step = driver.step(|| read_429(&h.guard, "inner", "429"));
         if let ControlFlow::Break(out) = step {
             break out;
         }
@@ -231,12 +223,7 @@ fn r12_a_different_hint_at_the_outer_level_is_another_429() {
         .idempotent()
         .classify(outer_class)
         .run(|| {
-            let _ = h
-                .guard
-                .call("inner")
-                .idempotent()
-                .classify(limited)
-                .run(|| Err::<(), _>(op_err("429")));
+            let _ = read_429(&h.guard, "inner", "429");
             Err(op_err("outer 429"))
         });
     assert_eq!(out, Err(op_err("outer 429")));
@@ -250,13 +237,7 @@ fn r12_a_different_hint_at_the_outer_level_is_another_429() {
 fn r12_two_nested_429s_in_one_attempt_are_reported_twice() {
     let sink = Arc::new(NumberingSink::default());
     let h = harness_with_sink(1, &sink);
-    let read = || {
-        h.guard
-            .call("inner")
-            .idempotent()
-            .classify(limited)
-            .run(|| Err::<(), _>(op_err("429")))
-    };
+    let read = || read_429(&h.guard, "inner", "429");
     let out: Result<(), TestError> =
         h.guard
             .call("outer")
@@ -283,14 +264,7 @@ fn r12_nested_calls_on_another_sink_report_to_each_sink_once() {
         .call("outer")
         .idempotent()
         .classify(limited)
-        .run(|| {
-            inner
-                .guard
-                .call("inner")
-                .idempotent()
-                .classify(limited)
-                .run(|| Err(op_err("429")))
-        });
+        .run(|| read_429(&inner.guard, "inner", "429"));
     assert_eq!(out, Err(op_err("429")));
     assert_eq!(
         inner_sink.count(),
@@ -311,12 +285,7 @@ fn r12_a_later_call_does_not_reuse_an_earlier_calls_report() {
     let sink = Arc::new(NumberingSink::default());
     let h = harness_with_sink(2, &sink);
     for expected in [2, 4] {
-        let _: Result<(), TestError> = h
-            .guard
-            .call("read")
-            .idempotent()
-            .classify(limited)
-            .run(|| Err(op_err("429")));
+        let _: Result<(), TestError> = read_429(&h.guard, "read", "429");
         assert_eq!(sink.count(), expected);
     }
     let _: Result<(), TestError> = h
@@ -348,12 +317,7 @@ fn r12_a_swallowed_nested_429_does_not_hide_the_attempts_own_429() {
             .idempotent()
             .classify(limited)
             .run(|| {
-                let _ = h
-                    .guard
-                    .call("cache")
-                    .idempotent()
-                    .classify(limited)
-                    .run(|| Err::<(), _>(op_err("cache 429")));
+                let _ = read_429(&h.guard, "cache", "cache 429");
                 Err(op_err("origin 429"))
             });
     assert_eq!(out, Err(op_err("origin 429")));
@@ -375,7 +339,7 @@ fn r12_a_report_for_another_service_is_not_reused() {
     let sink = Arc::new(Services::default());
     let guard = |name: &str| {
         let sink: Arc<dyn RetryAfterSink> = sink.clone();
-        resilience_core::retry::ServiceGuard::builder(name)
+        ServiceGuard::builder(name)
             .policy(fixed(1))
             .retry_after_sink(sink)
             .breaker(closed_breaker())
@@ -383,11 +347,7 @@ fn r12_a_report_for_another_service_is_not_reused() {
     };
     let (origin, cache) = (guard("origin"), guard("cache"));
     let _: Result<(), TestError> = origin.call("outer").idempotent().classify(limited).run(|| {
-        let _ = cache
-            .call("cache")
-            .idempotent()
-            .classify(limited)
-            .run(|| Err::<(), _>(op_err("429")));
+        let _ = read_429(&cache, "cache", "429");
         Err(op_err("429"))
     });
     assert_eq!(*sink.0.lock().unwrap(), ["cache", "origin"]);
@@ -405,12 +365,7 @@ fn r12_run_async_reuses_a_report_made_by_the_factory_on_every_attempt() {
             .idempotent()
             .classify(limited)
             .run_async(|| {
-                let r: Result<(), TestError> = h
-                    .guard
-                    .call("inner")
-                    .idempotent()
-                    .classify(limited)
-                    .run(|| Err(op_err("429")));
+                let r: Result<(), TestError> = read_429(&h.guard, "inner", "429");
                 std::future::ready(r)
             }),
     );
@@ -430,12 +385,7 @@ fn r12_a_later_guarded_call_in_the_attempt_keeps_the_report() {
             .idempotent()
             .classify(limited)
             .run(|| {
-                let r = h
-                    .guard
-                    .call("inner")
-                    .idempotent()
-                    .classify(limited)
-                    .run(|| Err::<(), _>(op_err("429")));
+                let r = read_429(&h.guard, "inner", "429");
                 let _ = h.guard.call("audit").run_once(|| Ok::<(), TestError>(()));
                 r
             });
@@ -520,12 +470,7 @@ fn r12_a_loop_at_a_reused_address_does_not_reuse_an_earlier_loops_report() {
         loop {
             let step = driver.step(|| {
                 if swallow {
-                    let _ = h
-                        .guard
-                        .call("inner")
-                        .idempotent()
-                        .classify(limited)
-                        .run(|| Err::<(), _>(op_err("429")));
+                    let _ = read_429(&h.guard, "inner", "429");
                     Ok(())
                 } else {
                     Err(op_err("429"))
