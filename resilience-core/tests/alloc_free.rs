@@ -66,6 +66,7 @@ fn success_path_makes_no_heap_allocation_sync_and_async() {
     // Warm up lazily initialised state (thread-locals, tracing callsites).
     let _: Result<u32, E> = guard.call("op").idempotent().run(|| Ok(1));
     let _: Result<u32, E> = poll_ready(guard.call("op").idempotent().run_async(|| async { Ok(1) }));
+    let _: Result<u32, E> = guard.call("write").run(|| Ok(1));
 
     COUNTED.with(|c| c.set(true));
     let before = ALLOCS.load(Ordering::SeqCst);
