@@ -4,6 +4,7 @@ use crate::site::CallSite;
 use parking_lot::{Mutex, RwLock};
 use resilience_config::{CodeDeclared, Config, Diagnostic, DiagnosticKind};
 use resilience_core::clock::Clock;
+use resilience_core::error::PolicyError;
 use resilience_core::registry::{Registry, RegistryBuilder, ServicePolicy};
 use resilience_core::retry::{RetryAfterSink, RetryPolicy, ServiceGuard};
 use resilience_core::sleep::{AsyncSleeper, Sleeper};
@@ -86,16 +87,28 @@ fn service_policy(config: &Config, service: &str) -> ServicePolicy {
     }
 }
 
-fn site_policy(config: &Config, site: &CallSite, fallback: RetryPolicy) -> RetryPolicy {
-    config
+/// A site's retry policy. If its declared values are invalid with the config in force, the
+/// service's policy and the error, which the caller logs once it holds no lock and is in no
+/// initialiser: a subscriber that ships logs through a guarded call may re-enter either.
+fn site_policy(
+    config: &Config,
+    site: &CallSite,
+    fallback: RetryPolicy,
+) -> (RetryPolicy, Option<PolicyError>) {
+    match config
         .resolve(site.service(), site.declared())
         .retry_policy()
-        .unwrap_or_else(|e| {
-            tracing::error!(target: "resilience::config", service = site.service(),
-                operation = site.operation(), error = %e,
-                "invalid declared policy; using the service's policy");
-            fallback
-        })
+    {
+        Ok(policy) => (policy, None),
+        Err(e) => (fallback, Some(e)),
+    }
+}
+
+/// Logs what [`site_policy`] fell back from.
+pub(crate) fn log_site_problem(site: &CallSite, problem: &PolicyError) {
+    tracing::error!(target: "resilience::config", service = site.service(),
+        operation = site.operation(), error = %problem,
+        "invalid declared policy; using the service's policy");
 }
 
 impl Runtime {
@@ -176,23 +189,29 @@ impl Runtime {
     /// The site is published only if no reload installed a config since its policy was
     /// resolved; otherwise it is resolved again, from the config now in force. So a reload
     /// either finds the site in its walk or the site was resolved from the reload's config:
-    /// never a lost update. No lock is held while resolving (it may log).
-    pub(crate) fn register_site(&self, site: &'static CallSite) -> &'static ServiceGuard {
+    /// never a lost update. Logs nothing: an invalid declared policy is handed back for the
+    /// caller to log once the site's initialiser has returned.
+    pub(crate) fn register_site(
+        &self,
+        site: &'static CallSite,
+    ) -> (&'static ServiceGuard, Option<PolicyError>) {
         let service = self.registry.service(site.service());
         let (mut config, mut version) = self.config_and_version();
-        let policy = site_policy(&config, site, service.policy());
+        let (policy, mut problem) = site_policy(&config, site, service.policy());
         let guard: &'static ServiceGuard = Box::leak(Box::new(service.with_policy(policy)));
         loop {
             {
                 let mut sites = self.sites.lock();
                 if self.config_version.load(Ordering::Acquire) == version {
                     sites.push((site, guard));
-                    return guard;
+                    return (guard, problem);
                 }
             }
             // A reload landed in between and did not see this site: resolve it again.
             (config, version) = self.config_and_version();
-            guard.set_policy(site_policy(&config, site, service.policy()));
+            let policy;
+            (policy, problem) = site_policy(&config, site, service.policy());
+            guard.set_policy(policy);
         }
     }
 
@@ -234,7 +253,11 @@ impl Runtime {
             // A site whose declared values are invalid falls back to its service's policy,
             // the reloaded one (as at registration), not to its own from before the reload.
             let service = self.registry.service(site.service());
-            guard.set_policy(site_policy(&config, site, service.policy()));
+            let (policy, problem) = site_policy(&config, site, service.policy());
+            guard.set_policy(policy);
+            if let Some(problem) = problem {
+                log_site_problem(site, &problem);
+            }
         }
         Ok(breaker_changed)
     }

@@ -1,7 +1,7 @@
 //! Call sites of annotated fns: each resolves its guard once and caches it, so a guarded call
 //! does no registry lookup on its hot path.
 
-use crate::runtime::Runtime;
+use crate::runtime::{log_site_problem, Runtime};
 use resilience_config::CodeDeclared;
 use resilience_core::retry::ServiceGuard;
 use std::sync::OnceLock;
@@ -53,7 +53,29 @@ impl CallSite {
     /// first use against the default runtime, then a single atomic load.
     #[inline]
     pub fn guard(&'static self) -> &'static ServiceGuard {
-        self.guard
-            .get_or_init(|| Runtime::global().register_site(self))
+        match self.guard.get() {
+            Some(guard) => guard,
+            None => self.resolve(),
+        }
+    }
+
+    /// The first use: nothing that may log runs inside this site's initialiser. A `tracing`
+    /// subscriber that ships logs through a guarded call would re-enter it, and a re-entered
+    /// `OnceLock` initialiser blocks forever. So the runtime's first load (which logs bad env
+    /// values, C8) happens before it, and an invalid declared policy is logged after it.
+    #[cold]
+    #[inline(never)]
+    fn resolve(&'static self) -> &'static ServiceGuard {
+        let runtime = Runtime::global();
+        let mut problem = None;
+        let guard = *self.guard.get_or_init(|| {
+            let (guard, found) = runtime.register_site(self);
+            problem = found;
+            guard
+        });
+        if let Some(problem) = problem {
+            log_site_problem(self, &problem);
+        }
+        guard
     }
 }
