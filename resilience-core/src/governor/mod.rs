@@ -145,3 +145,8 @@ pub use priority::Priority;
 pub use request::{Request, RequestKind};
 pub use retry_link::RetryAfterLink;
 pub use store::{GovernorError, GovernorStore, Now, ObserveOutcome, Snapshot, Zone};
+
+/// The `tracing` target of the in-process store's events (zone changes, blocks, the
+/// breaker, cascades, leases, refusals). They are emitted once the resource's lock is
+/// released, so a subscriber may itself call the governor.
+pub const EVENT_TARGET: &str = "resilience::governor";

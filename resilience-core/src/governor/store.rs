@@ -6,6 +6,11 @@
 //! one short critical section. Times are the governor's [`Clock`](crate::clock::Clock)
 //! readings.
 //!
+//! An implementation logs nothing while it holds a lock that a call of its own would take:
+//! a `tracing` subscriber may call the governor (an agent shipping its alerts through a
+//! governed call), and would hang on it. The in-process store keeps its log lines until the
+//! resource is unlocked (target [`EVENT_TARGET`](super::EVENT_TARGET)).
+//!
 //! The only implementation is the in-process one. The `resilience-redis` crate does not
 //! implement this trait: each process keeps its own governor (and store), and consults a
 //! quota shared through Redis before each call, which holds the primary quota, the G6 block,

@@ -10,6 +10,7 @@ mod cascade;
 mod endpoints;
 mod fast;
 mod flights;
+mod notes;
 mod observe;
 mod pool;
 mod queue;
@@ -26,6 +27,7 @@ use super::priority::Priority;
 use super::request::Request;
 use super::store::{GovernorError, GovernorStore, Now, ObserveOutcome, Snapshot};
 use crate::clock::Clock;
+use notes::{Locked, Note};
 use parking_lot::{Mutex, RwLock};
 use state::{ResourceState, Timing};
 use std::collections::{HashMap, VecDeque};
@@ -80,9 +82,15 @@ impl InProcessStore {
         self.resources.get(r.0 as usize).and_then(OnceLock::get)
     }
 
+    /// Locks a resource; what it notes meanwhile is logged once it is unlocked (`notes`).
+    #[inline]
+    fn lock(cell: &Mutex<ResourceState>) -> Locked<'_, ResourceState> {
+        Locked::new(cell.lock())
+    }
+
     fn each_resource(&self, mut f: impl FnMut(&mut ResourceState)) {
         for cell in self.resources.iter().map_while(OnceLock::get) {
-            f(&mut cell.lock());
+            f(&mut Self::lock(cell));
         }
     }
 
@@ -123,7 +131,7 @@ impl InProcessStore {
         if ticket.is_none() {
             let coarse = clock.now_coarse();
             let lag = clock.coarse_lag();
-            let mut state = cell.lock();
+            let mut state = Self::lock(cell);
             if let Some(g) = state.fast_coarse(agent, request, coarse, lag) {
                 return Decision::Go(g);
             }
@@ -131,15 +139,14 @@ impl InProcessStore {
             return state.decide(agent, request, None, ns(now), now);
         }
         let now = clock.now();
-        cell.lock()
-            .decide(agent, request, ticket.map(Ticket::id), ns(now), now)
+        Self::lock(cell).decide(agent, request, ticket.map(Ticket::id), ns(now), now)
     }
 
     /// Frees the in-flight slot of `grant` (a release does not depend on the time).
     #[inline]
     pub(crate) fn release_grant(&self, grant: &Grant) {
         if let Some(cell) = self.cell(grant.resource()) {
-            cell.lock().release(grant);
+            Self::lock(cell).release(grant);
         }
     }
 }
@@ -194,9 +201,9 @@ impl GovernorStore for InProcessStore {
         let now = ns(now);
         let mut agents = self.agents.write();
         if let Some(&id) = agents.by_name.get(name) {
-            self.each_resource(|r| {
-                r.pool.touch(id, now, false);
-            });
+            // Not under the agents' lock: a renewal may log, and a subscriber may register.
+            drop(agents);
+            self.each_resource(|r| r.touch(id, now, false));
             return Ok(id);
         }
         if agents.list.len() >= self.config.max_agents as usize {
@@ -237,9 +244,7 @@ impl GovernorStore for InProcessStore {
 
     fn heartbeat(&self, agent: AgentId, now: Duration) {
         let now = ns(now);
-        self.each_resource(|r| {
-            r.pool.touch(agent, now, false);
-        });
+        self.each_resource(|r| r.touch(agent, now, false));
     }
 
     #[inline]
@@ -260,8 +265,7 @@ impl GovernorStore for InProcessStore {
             });
         };
         let ticket = ticket.filter(|t| t.agent() == agent && t.resource() == resource);
-        cell.lock()
-            .decide(agent, request, ticket.map(Ticket::id), ns(now), now)
+        Self::lock(cell).decide(agent, request, ticket.map(Ticket::id), ns(now), now)
     }
 
     #[inline]
@@ -278,7 +282,7 @@ impl GovernorStore for InProcessStore {
 
     fn cancel(&self, ticket: &Ticket, _now: Duration) {
         if let Some(cell) = self.cell(ticket.resource()) {
-            cell.lock().queue.remove(ticket.id());
+            Self::lock(cell).queue.remove(ticket.id());
         }
     }
 
@@ -302,19 +306,17 @@ impl GovernorStore for InProcessStore {
             .unwrap_or(resource);
         if target != resource {
             if let (Some(g), Some(cell)) = (&grant, self.cell(resource)) {
-                cell.lock().settle_elsewhere(g);
+                Self::lock(cell).settle_elsewhere(g);
             }
             return match self.cell(target) {
-                Some(cell) => cell
-                    .lock()
-                    .observe(agent, None, observation, now, &downstream),
+                Some(cell) => Self::lock(cell).observe(agent, None, observation, now, &downstream),
                 None => ObserveOutcome::default(),
             };
         }
         match self.cell(resource) {
-            Some(cell) => cell
-                .lock()
-                .observe(agent, grant.as_ref(), observation, now, &downstream),
+            Some(cell) => {
+                Self::lock(cell).observe(agent, grant.as_ref(), observation, now, &downstream)
+            }
             None => ObserveOutcome::default(),
         }
     }
@@ -331,21 +333,17 @@ impl GovernorStore for InProcessStore {
 
     fn block(&self, resource: ResourceId, delay: Duration, now: Duration) {
         if let Some(cell) = self.cell(resource) {
-            let mut s = cell.lock();
+            let mut s = Self::lock(cell);
             let now = ns(now);
             if s.block_until(now.saturating_add(ns(delay)), now) {
-                tracing::warn!(
-                    resource = %s.name,
-                    block_s = delay.as_secs_f64(),
-                    "governor: retry-after noted; every agent waits, then is released by priority (G6)"
-                );
+                s.note(Note::RetryAfterNoted { block: delay });
             }
         }
     }
 
     fn retry_slot(&self, agent: AgentId, resource: ResourceId, now: Duration) -> Option<Duration> {
         let cell = self.cell(resource)?;
-        let mut s = cell.lock();
+        let mut s = Self::lock(cell);
         let n = ns(now);
         match s.decide(agent, &Request::read(), None, n, now) {
             Decision::Wait(w) => {
@@ -363,6 +361,6 @@ impl GovernorStore for InProcessStore {
     }
 
     fn snapshot(&self, resource: ResourceId, now: Duration) -> Option<Snapshot> {
-        Some(self.cell(resource)?.lock().snapshot(ns(now)))
+        Some(Self::lock(self.cell(resource)?).snapshot(ns(now)))
     }
 }

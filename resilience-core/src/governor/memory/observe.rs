@@ -5,6 +5,7 @@ use super::super::decision::{AgentId, Grant};
 use super::super::observation::{LimitKind, Observation, ResetAt, RetryAfter};
 use super::super::store::{Now, ObserveOutcome, Snapshot};
 use super::breaker::Change;
+use super::notes::Note;
 use super::state::ResourceState;
 use super::time::{dur, ns, Nanos, NANOS_PER_SEC};
 use std::time::Duration;
@@ -88,7 +89,7 @@ impl ResourceState {
         let answered = grant
             .filter(|g| self.settle(g))
             .map(|g| u64::from(g.cost()));
-        self.pool.touch(agent, n, false);
+        self.touch(agent, n, false);
         let limited = obs.limit_kind();
         // A reset more than two windows away is not one this quota can have (a reset sent in
         // epoch milliseconds reads as centuries): ignored, like a malformed header.
@@ -113,7 +114,7 @@ impl ResourceState {
             self.window_started = n;
             self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
             if self.breaker.new_window() {
-                tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");
+                self.note(Note::BreakerClosedByNewWindow);
             }
         } else if applied.limit_changed {
             self.pool.set_limit(self.quota.limit, &self.cfg.token_pool);
@@ -127,7 +128,7 @@ impl ResourceState {
                     self.unexplained_limits = 0;
                 }
                 if self.cascade.good(!self.block.blocked(n), &self.cfg.cascade) {
-                    tracing::info!(resource = %self.name, "governor: limit cleared, sequential mode off (G4)");
+                    self.note(Note::SequentialOffLimitCleared);
                 }
                 if obs.remaining().is_none() {
                     // No reading: nothing for the G3 rate, which is the server's, not ours.
@@ -139,14 +140,10 @@ impl ResourceState {
                     .breaker
                     .observe(n, self.quota.remaining, ttr, &self.cfg.predictive)
                 {
-                    Change::Opened => tracing::warn!(
-                        resource = %self.name,
-                        remaining = self.quota.remaining,
-                        "governor: quota projected to run out before reset, throttling (G3)"
-                    ),
-                    Change::Closed => {
-                        tracing::info!(resource = %self.name, "governor: predictive breaker closed (G3)");
-                    }
+                    Change::Opened => self.note(Note::BreakerProjected {
+                        remaining: self.quota.remaining,
+                    }),
+                    Change::Closed => self.note(Note::BreakerClosed),
                     Change::None => {}
                 }
             }
@@ -212,31 +209,27 @@ impl ResourceState {
             self.quota.exhaust(n.saturating_add(wait));
         }
         if self.block.extend(n.saturating_add(wait), windows) {
-            tracing::warn!(
-                resource = %self.name,
-                agent = agent.0,
-                ?kind,
-                block_s = dur(wait).as_secs_f64(),
-                "governor: rate limited; every agent waits, then is released by priority (G6)"
-            );
+            self.note(Note::RateLimited {
+                agent,
+                kind,
+                block: dur(wait),
+            });
         }
         if self.cascade.limited(agent, n, &self.cfg.cascade) {
-            tracing::warn!(resource = %self.name, "governor: cascade detected, sequential mode on (G4)");
+            self.note(Note::CascadeDetected);
         }
         // A late limit says nothing of this window's quota: it does not trip the breaker.
         if self.cfg.predictive.open_on_limit && !late && self.breaker.trip(n) == Change::Opened {
-            tracing::warn!(resource = %self.name, "governor: breaker opened on a rate limit (G3)");
+            self.note(Note::BreakerOpenedOnLimit);
         }
         let warn_until = n.saturating_add(ns(self.cfg.cascade.window));
         for &d in downstream {
             if let Some(u) = self.pool.get_mut(d) {
                 u.warned = Some((agent, warn_until));
-                tracing::warn!(
-                    resource = %self.name,
-                    upstream = agent.0,
-                    downstream = d.0,
-                    "governor: upstream agent rate limited; downstream warned (G4)"
-                );
+                self.note(Note::DownstreamWarned {
+                    upstream: agent,
+                    downstream: d,
+                });
             }
         }
     }

@@ -151,10 +151,6 @@ impl Pool {
             if active {
                 u.idle = false;
             }
-            tracing::debug!(
-                agent = agent.0,
-                "governor: agent active again, reservation held"
-            );
             self.recompute();
         }
         revived

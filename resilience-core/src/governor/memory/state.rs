@@ -14,6 +14,7 @@ use super::block::Block;
 use super::breaker::Breaker;
 use super::cascade::Cascade;
 use super::flights::{Ages, Slot};
+use super::notes::{self, Note, Noting};
 use super::pool::Pool;
 use super::queue::{Queue, Waiter};
 use super::quota::Quota;
@@ -60,6 +61,8 @@ pub(crate) struct ResourceState {
     /// `max(block end, recovery end)`: before this the fast path is off.
     pub calm_after: Nanos,
     last_zone: Zone,
+    /// A note was kept since the lock was taken (see `notes`).
+    noted: bool,
 }
 
 impl ResourceState {
@@ -92,8 +95,24 @@ impl ResourceState {
             due: 0,
             calm_after: 0,
             last_zone: Zone::Green,
+            noted: false,
             timing,
             cfg,
+        }
+    }
+
+    /// Keeps a log line for when the lock is released.
+    #[cold]
+    pub(super) fn note(&mut self, note: Note) {
+        notes::keep(&self.name, note);
+        self.noted = true;
+    }
+
+    /// Renews `agent`'s lease and activity (G5).
+    #[inline]
+    pub(super) fn touch(&mut self, agent: AgentId, now: Nanos, active: bool) {
+        if self.pool.touch(agent, now, active) {
+            self.note(Note::AgentActiveAgain { agent });
         }
     }
 
@@ -115,12 +134,12 @@ impl ResourceState {
             }
             self.pool.new_window(self.quota.limit, &self.cfg.token_pool);
             if self.breaker.new_window() {
-                tracing::info!(resource = %self.name, "governor: new quota window, predictive breaker closed (G3)");
+                self.note(Note::BreakerClosedByNewWindow);
             }
             if self.cascade.new_window() {
-                tracing::info!(resource = %self.name, "governor: new quota window, sequential mode off (G4)");
+                self.note(Note::SequentialOffByNewWindow);
             }
-            tracing::debug!(resource = %self.name, "governor: quota window reset");
+            self.note(Note::WindowReset);
         }
         if now >= self.next_sweep {
             let expired = self
@@ -138,11 +157,7 @@ impl ResourceState {
                     u.lease = u.lease.wrapping_add(1);
                 }
                 self.queue.remove_agent(agent);
-                tracing::info!(
-                    resource = %self.name,
-                    agent = agent.0,
-                    "governor: lease expired, unused reservation returned to the pool (G5)"
-                );
+                self.note(Note::LeaseExpired { agent });
             }
             self.settle_due(now);
             // G3: nothing seen for a horizon, and a horizon past the block.
@@ -150,7 +165,7 @@ impl ResourceState {
             if now >= self.block.until.saturating_add(horizon)
                 && self.breaker.expire(now.saturating_sub(horizon))
             {
-                tracing::info!(resource = %self.name, "governor: nothing observed for the horizon, predictive breaker closed (G3)");
+                self.note(Note::BreakerClosedByQuiet);
             }
             self.queue.expire(now, self.timing.ticket_grace);
             self.cascade.forget(now, &self.cfg.cascade);
@@ -223,7 +238,7 @@ impl ResourceState {
             u.last_seen = now;
             u.last_active = now;
         } else {
-            self.pool.touch(agent, now, true);
+            self.touch(agent, now, true);
         }
         let priority = self
             .pool
@@ -286,7 +301,7 @@ impl ResourceState {
                 // them over their priority's release window.
                 retry = retry.saturating_add(self.block.spread(priority, &self.cfg.retry_windows));
             }
-            tracing::debug!(resource = %self.name, agent = agent.0, %reason, "governor: refused");
+            self.note(Note::Refused { agent, reason });
             return self.refuse(kind, reason, retry);
         }
 
@@ -433,12 +448,10 @@ impl ResourceState {
     pub(super) fn note_zone(&mut self) {
         let zone = self.quota.zone();
         if zone != self.last_zone {
-            tracing::info!(
-                resource = %self.name,
-                ?zone,
-                remaining = self.quota.remaining,
-                "governor: traffic light changed (G1)"
-            );
+            self.note(Note::ZoneChanged {
+                zone,
+                remaining: self.quota.remaining,
+            });
             self.last_zone = zone;
         }
     }
@@ -529,12 +542,15 @@ impl ResourceState {
         if elsewhere > 0 {
             self.quota.refund(elsewhere);
         }
-        tracing::warn!(
-            resource = %self.name,
-            calls,
-            "governor: grants neither observed nor released within the call bound, counted as spent (observe or release every grant; a Permit releases on drop)"
-        );
+        self.note(Note::Unsettled { calls });
         self.refresh(now);
+    }
+}
+
+impl Noting for ResourceState {
+    #[inline]
+    fn take_noted(&mut self) -> bool {
+        std::mem::take(&mut self.noted)
     }
 }
 
