@@ -314,7 +314,10 @@ impl Inner {
 
     /// Logs the end of an outage, once.
     pub fn note_rejoined(&self) {
-        if let Some(since) = self.outage.lock().take() {
+        // Taken first: in an `if let`, the guard would live through the log line, and a
+        // subscriber that calls back into the quota would find it locked.
+        let outage = self.outage.lock().take();
+        if let Some(since) = outage {
             let secs = self.clock.now().saturating_sub(since).as_secs_f64();
             tracing::info!(url = %self.link.url, outage_s = secs, "shared quota: Redis is back; rejoined (G7)");
         }
