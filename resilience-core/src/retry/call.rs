@@ -7,7 +7,7 @@ use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
-use super::nesting::{current_depth, DepthGuard};
+use super::nesting::{current_depth, AsyncAttempts, AttemptName, DepthGuard};
 use super::sink::report_retry_after;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -28,6 +28,14 @@ pub struct Call<'a, I, C> {
     pub(super) idempotency: I,
     pub(super) classifier: C,
     pub(super) total_timeout: Option<Duration>,
+}
+
+/// A single-attempt call ([`RunOnce`]) names its attempt by its address: it has only one.
+impl<I, C> AsyncAttempts for Call<'_, I, C> {
+    #[inline]
+    fn nth(&self) -> u32 {
+        1
+    }
 }
 
 impl<'a> Call<'a, NotIdempotent, AllTransient> {
@@ -143,7 +151,7 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         &self,
         permit: Option<BreakerPermit<'a>>,
         r: &Result<T, E>,
-        attempt: usize,
+        attempt: AttemptName,
     ) where
         C: Classifier<E>,
     {
@@ -162,7 +170,7 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
     /// A single attempt failed: a Retry-After it carries still reaches the sink (R12, G6),
     /// then its event.
     #[cold]
-    fn failed_once<E: fmt::Display>(&self, e: &E, attempt: usize)
+    fn failed_once<E: fmt::Display>(&self, e: &E, attempt: AttemptName)
     where
         C: Classifier<E>,
     {

@@ -25,6 +25,11 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Level {
     pub(crate) depth: u32,
+    /// Which attempt of the async loop named by `attempt` (from 1; 0 for sync attempts,
+    /// whose numbers are new for every attempt). An async loop's attempts share its address,
+    /// and a report made in one of them may be left on a thread the loop moved away from:
+    /// the number keeps a later attempt from taking it as its own.
+    pub(crate) nth: u32,
     /// The enclosing attempt (0: none known). A nested call's Retry-After report names it,
     /// so that attempt's loop can tell the report came from inside it (see `retry::sink`).
     /// Async loops name an attempt by the address of their state, which is pinned (or
@@ -41,7 +46,7 @@ pub(crate) struct Reported {
     /// The sink, by address.
     pub(crate) sink: usize,
     /// The attempt the reporting call ran in ([`Level::attempt`]).
-    pub(crate) within: usize,
+    pub(crate) within: AttemptName,
     /// The service and the error's text, hashed: an enclosing loop reuses the report only
     /// for the same failure, not for another 429 its attempt got after swallowing this one.
     pub(crate) failure: u64,
@@ -62,9 +67,42 @@ struct Nesting {
     reported: Cell<Reported>,
 }
 
+/// An attempt's name: [`Level::attempt`] and [`Level::nth`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AttemptName {
+    pub(crate) id: usize,
+    pub(crate) nth: u32,
+}
+
+impl Level {
+    /// The enclosing attempt's name.
+    #[inline]
+    pub(crate) fn attempt_name(self) -> AttemptName {
+        AttemptName {
+            id: self.attempt,
+            nth: self.nth,
+        }
+    }
+}
+
+/// The state of an async loop, which names its attempts by its address and their number.
+pub(crate) trait AsyncAttempts {
+    /// The running attempt's number, from 1.
+    fn nth(&self) -> u32;
+}
+
+/// The name of the running attempt of the async loop whose state is `state`.
+#[inline]
+pub(crate) fn name_of<S: AsyncAttempts>(state: &S) -> AttemptName {
+    AttemptName {
+        id: address(state),
+        nth: state.nth(),
+    }
+}
+
 const NO_REPORT: Reported = Reported {
     sink: 0,
-    within: 0,
+    within: AttemptName { id: 0, nth: 0 },
     failure: 0,
     hint: Duration::ZERO,
     answer: Duration::ZERO,
@@ -73,7 +111,11 @@ const NO_REPORT: Reported = Reported {
 thread_local! {
     static NESTING: Nesting = const {
         Nesting {
-            level: Cell::new(Level { depth: 0, attempt: 0 }),
+            level: Cell::new(Level {
+                depth: 0,
+                nth: 0,
+                attempt: 0,
+            }),
             attempts: Cell::new(1),
             reported_within: Cell::new(0),
             reported: Cell::new(NO_REPORT),
@@ -103,10 +145,10 @@ pub(crate) fn take_reported() -> Option<Reported> {
 /// has no such loop.
 #[inline]
 pub(crate) fn keep_reported(report: Reported) {
-    if report.within != 0 {
+    if report.within.id != 0 {
         NESTING.with(|n| {
             n.reported.set(report);
-            n.reported_within.set(report.within);
+            n.reported_within.set(report.within.id);
         });
     }
 }
@@ -146,11 +188,16 @@ impl DepthGuard {
     /// inside a new attempt, whose number ([`Level::attempt`]) is returned for the loop to
     /// decide with. A new number: no report on the thread can name it yet.
     #[inline]
-    pub(crate) fn start(depth: u32) -> (Self, usize) {
+    pub(crate) fn start(depth: u32) -> (Self, AttemptName) {
         let (prev, attempt) = NESTING.with(|n| {
             let attempt = n.attempts.get().wrapping_add(2);
             n.attempts.set(attempt);
-            (n.level.replace(Level { depth, attempt }), attempt)
+            let level = Level {
+                depth,
+                nth: 0,
+                attempt,
+            };
+            (n.level.replace(level), level.attempt_name())
         });
         let guard = Self {
             prev,
@@ -164,13 +211,18 @@ impl DepthGuard {
     /// attempt, or a finished loop's): one found once this attempt has failed was made
     /// inside it. Other reports are kept: they may belong to an attempt around this loop.
     #[inline]
-    pub(crate) fn attempt<S>(depth: u32, state: &S) -> Self {
+    pub(crate) fn attempt<S: AsyncAttempts>(depth: u32, state: &S) -> Self {
         let attempt = address(state);
+        let nth = state.nth();
         let prev = NESTING.with(|n| {
             if n.reported_within.get() == attempt {
                 n.reported_within.set(0);
             }
-            n.level.replace(Level { depth, attempt })
+            n.level.replace(Level {
+                depth,
+                nth,
+                attempt,
+            })
         });
         Self {
             prev,
@@ -180,9 +232,10 @@ impl DepthGuard {
 
     /// Resumes (polls again) the running attempt of the async loop whose state is `state`.
     #[inline]
-    pub(crate) fn resume<S>(depth: u32, state: &S) -> Self {
+    pub(crate) fn resume<S: AsyncAttempts>(depth: u32, state: &S) -> Self {
         Self::at(Level {
             depth,
+            nth: state.nth(),
             attempt: address(state),
         })
     }
@@ -226,7 +279,11 @@ impl<F> AtDepth<F> {
     /// `inner`, polled with the nesting depth set to `depth`.
     pub fn new(depth: u32, inner: F) -> Self {
         Self {
-            level: Level { depth, attempt: 0 },
+            level: Level {
+                depth,
+                nth: 0,
+                attempt: 0,
+            },
             inner,
         }
     }

@@ -1,6 +1,6 @@
 //! Where the retry loop reports a server's Retry-After, so it can be coordinated.
 
-use super::nesting::{current_level, keep_reported, take_reported, Reported};
+use super::nesting::{current_level, keep_reported, take_reported, AttemptName, Reported};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,8 +40,13 @@ const SAME_HINT: Duration = Duration::from_secs(1);
 /// reads the same and a hint within [`SAME_HINT`]. Anything else asks the sink again
 /// (counting a 429 twice is the safer mistake): a nested call on another thread, an
 /// error wrapped into another text, or a later report on the same thread in between.
-/// The one case counted once that was two: an attempt that swallowed a nested call's 429
-/// and then got a second 429 that reads exactly the same.
+/// An async loop names its attempts by its state's address and their number, so a report
+/// an earlier attempt left on a thread the loop has since moved away from is not taken for
+/// a later attempt's. The cases counted once that were two: an attempt that swallowed a
+/// nested call's 429 and then got a second 429 that reads exactly the same; and, in
+/// principle, a dropped or finished async loop's report left on one thread, taken by a new
+/// loop at the same address, in its attempt of the same number, that moved there and failed
+/// with the same text and hint.
 ///
 /// [`Level::attempt`]: super::nesting::Level
 #[cold]
@@ -50,11 +55,11 @@ pub(crate) fn report_retry_after<E: fmt::Display>(
     service: &str,
     error: &E,
     hint: Duration,
-    own: usize,
+    own: AttemptName,
 ) -> Duration {
     let sink_addr = Arc::as_ptr(sink).cast::<()>().addr();
     let failure = failure_hash(service, error);
-    let within = current_level().attempt;
+    let within = current_level().attempt_name();
     let reused = take_reported().filter(|r| {
         r.within == own
             && r.sink == sink_addr

@@ -7,7 +7,7 @@ use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{address, current_depth, DepthGuard};
+use crate::retry::nesting::{current_depth, name_of, DepthGuard};
 use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
@@ -165,7 +165,7 @@ where
                 // Deadline measured from the first attempt: if it never waited, it starts
                 // here.
                 state.start();
-                match state.next_delay(&error, address(&*state)) {
+                match state.next_delay(&error, name_of(&*state)) {
                     None => Poll::Ready(ControlFlow::Break(Err(state.stop_with(error)))),
                     Some(delay) => {
                         *this.wait = Some(state.guard.async_sleeper.sleep(delay));

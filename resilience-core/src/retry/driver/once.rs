@@ -10,7 +10,7 @@ use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::events;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{address, current_depth, DepthGuard};
+use crate::retry::nesting::{current_depth, name_of, DepthGuard};
 use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
@@ -94,7 +94,7 @@ where
         this.attempt.set(None);
         *this.timer = None;
         this.call
-            .finish_once(this.permit.take(), &result, address(&*this.call));
+            .finish_once(this.permit.take(), &result, name_of(&*this.call));
         Poll::Ready(result)
     }
 }

@@ -8,7 +8,7 @@ use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{address, current_depth, DepthGuard};
+use crate::retry::nesting::{current_depth, name_of, DepthGuard};
 use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
@@ -218,6 +218,6 @@ fn backoff<C: Classifier<E>, E: fmt::Display>(
 ) -> Option<SleepFuture> {
     // Deadline measured from the first attempt: if it never waited, it starts here.
     state.start();
-    let delay = state.next_delay(error, address(&*state))?;
+    let delay = state.next_delay(error, name_of(&*state))?;
     Some(state.guard.async_sleeper.sleep(delay))
 }

@@ -5,6 +5,7 @@ use super::super::classify::{Classifier, ErrorClass};
 use super::super::events;
 use super::super::guard::ServiceGuard;
 use super::super::idempotency::Idempotency;
+use super::super::nesting::{AsyncAttempts, AttemptName};
 use super::super::sink::report_retry_after;
 use crate::backoff::JitterRng;
 use crate::breaker::BreakerPermit;
@@ -26,6 +27,13 @@ pub(crate) struct LoopState<'a, C> {
     pub(super) start: Option<Duration>,
     /// The loop stopped because the circuit would refuse the next attempt.
     circuit_refused: bool,
+}
+
+impl<C> AsyncAttempts for LoopState<'_, C> {
+    #[inline]
+    fn nth(&self) -> u32 {
+        self.attempt
+    }
 }
 
 impl<'a, C> LoopState<'a, C> {
@@ -107,7 +115,11 @@ impl<'a, C> LoopState<'a, C> {
     ///
     /// [`Level::attempt`]: crate::retry::nesting::Level
     #[cold]
-    pub(super) fn next_delay<E: fmt::Display>(&mut self, error: &E, own: usize) -> Option<Duration>
+    pub(super) fn next_delay<E: fmt::Display>(
+        &mut self,
+        error: &E,
+        own: AttemptName,
+    ) -> Option<Duration>
     where
         C: Classifier<E>,
     {

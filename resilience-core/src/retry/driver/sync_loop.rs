@@ -5,7 +5,7 @@ use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{current_depth, DepthGuard};
+use crate::retry::nesting::{current_depth, AttemptName, DepthGuard};
 use std::fmt;
 use std::ops::ControlFlow;
 
@@ -86,7 +86,7 @@ impl<'a, C> SyncLoop<'a, C> {
 
     #[cold]
     #[inline(never)]
-    fn after_failure<T, E>(&mut self, error: E, attempt: usize) -> ControlFlow<Result<T, E>>
+    fn after_failure<T, E>(&mut self, error: E, attempt: AttemptName) -> ControlFlow<Result<T, E>>
     where
         E: From<ResilienceError> + fmt::Display,
         C: Classifier<E>,
