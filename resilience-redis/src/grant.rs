@@ -78,6 +78,15 @@ pub enum QuotaWaitReason {
     /// A higher priority, in this process or another, was refused quota within its poll
     /// bound and will ask again: it goes first.
     Yielding,
+    /// A shared G8 window or spacing rule
+    /// ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing)) is full: the delay
+    /// is the time until enough of it frees (a window's oldest bucket leaves it, the gap
+    /// since the last selected grant ends).
+    Paced,
+    /// The shared concurrency cap is reached: the delay is the most it can last (the oldest
+    /// unsettled grants stop counting after the call bound); a settled grant wakes the
+    /// waiters sooner.
+    InFlight,
 }
 
 /// Wait, then ask again.

@@ -141,6 +141,7 @@ mod grant;
 mod link;
 mod local;
 mod observe;
+mod pacing;
 mod quota;
 mod resource;
 mod script;
@@ -153,5 +154,6 @@ pub use governed::{acquire_shared, SharedPermit};
 pub use grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
+pub use pacing::SHARED_ENDPOINT_CAP;
 pub use quota::RedisQuota;
 pub use resource::SharedQuota;
