@@ -50,6 +50,12 @@ impl QuotaGrant {
     pub fn reset_at_ms(&self) -> u64 {
         self.reset_at_ms
     }
+    /// When the server granted it, in ms of the Redis server's clock (0 if it was paid
+    /// without asking the server: offline or through the express lane). Shared G8 rules
+    /// count it at this time.
+    pub fn granted_at_ms(&self) -> u64 {
+        self.granted_ms
+    }
     /// Whether it was paid from this process's reservation rather than the pool.
     pub fn from_reserve(&self) -> bool {
         self.from_reserve
