@@ -28,9 +28,12 @@ fn g7_worker_entry() {
 /// A client named `node` of the resource `core` (a large primary quota, no reservation),
 /// paced by `pacing` through the script.
 async fn client(c: RedisQuotaConfig, pacing: Option<Pacing>) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(c.reserve_share_permille(0))
-        .await
-        .expect("connect");
+    reserving(c.reserve_share_permille(0), pacing).await
+}
+
+/// As [`client`], with the config's reservation (and so an express lane with quota to spend).
+async fn reserving(c: RedisQuotaConfig, pacing: Option<Pacing>) -> (RedisQuota, SharedQuota) {
+    let r = RedisQuota::connect(c).await.expect("connect");
     let mut spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600));
     if let Some(p) = pacing {
         spec = spec.shared_pacing(p);
@@ -240,8 +243,8 @@ async fn g7_g8_p0_headroom_is_usable_by_p0_only() {
     // The express lane is on in the config: with shared rules it must not serve P0 from the
     // reservation, past the rules.
     let c = |n| cfg(&srv.url, &p, n).express(Some(Priority::P0), 8);
-    let (_ra, a) = client(c("a"), Some(rule())).await;
-    let (_rb, b) = client(c("b"), Some(rule())).await;
+    let (_ra, a) = reserving(c("a"), Some(rule())).await;
+    let (_rb, b) = reserving(c("b"), Some(rule())).await;
     let create = Request::create();
     for q in [&a, &b, &a] {
         let _ = go(q
