@@ -256,13 +256,20 @@ async fn g7_g8_p0_headroom_is_usable_by_p0_only() {
         let w = wait_of(q.try_acquire_request(&create, pr).await.expect("P1/P2"));
         assert_eq!(w.reason, QuotaWaitReason::Paced, "{pr:?} in the headroom");
     }
+    // Once the subscription is up, the lane would be open (a lease, an anchored window, a
+    // reservation): only the shared rules keep P0 off it.
+    tokio::time::sleep(MS(200)).await;
     for q in [&b, &a] {
-        let g = go(q
-            .try_acquire_request(&create, Priority::P0)
+        let g = q
+            .acquire_request(&create, Priority::P0, Some(MS(100)))
             .await
-            .expect("P0"));
+            .expect("P0 in the headroom");
         assert!(!g.is_express(), "an express grant skips the shared rules");
     }
+    assert!(a
+        .acquire_request(&create, Priority::P0, Some(MS(50)))
+        .await
+        .is_err());
     let w = wait_of(
         b.try_acquire_request(&create, Priority::P0)
             .await
