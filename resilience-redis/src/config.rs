@@ -350,7 +350,10 @@ impl QuotaSpec {
     /// mutations) and its concurrency cap (< 100 in flight), judged in the same script call
     /// as the quota (no extra round trip) on the server's clock. Give the *whole* rules here
     /// (e.g. [`Pacing::github`]), not a process's [`part`](resilience_core::governor::ResourceConfig::part)
-    /// of them: the script counts every process's grants against them.
+    /// of them: the script counts every process's grants against them. A local
+    /// [`Governor`](resilience_core::governor::Governor) in front ([`acquire_shared`](crate::acquire_shared))
+    /// may keep the same whole rules (they then also smooth within the process) or none,
+    /// never a part.
     ///
     /// What each acquire counts is its [`Request`](resilience_core::governor::Request)
     /// ([`SharedQuota::acquire_request`](crate::SharedQuota::acquire_request), or
