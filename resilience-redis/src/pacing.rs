@@ -186,8 +186,10 @@ mod tests {
             ask.endpoint.as_deref(),
             Some("POST /repos/{owner}/{repo}/pulls")
         );
-        let mut zero = Pacing::default();
-        zero.max_concurrent = Some(0);
+        let zero = Pacing {
+            max_concurrent: Some(0),
+            ..Pacing::default()
+        };
         assert!(validate(&zero).is_err());
     }
 }
