@@ -7,23 +7,27 @@
 -- measure, limit, span ms (window + margin), P0 headroom, per endpoint (0/1).
 -- Selector: 0 all, 1 writes, 2 creates. Measure: 0 requests, 1 points, 2 cost.
 --
--- Their state is one more MessagePack string (KEYS[6], sent only with them), read and
--- written by acquires with rules only: {w = {rule = ring}, e = {rule = {n = count,
--- m = {endpoint = ring}}}, s = {rule = last selected grant, ms}}.
+-- Their state (sent only with them, so a resource without rules never touches it):
+-- KEYS[6], a hash: 'w' SEP rule -> ring (MessagePack), 'e' SEP rule SEP endpoint -> ring,
+-- 'n' SEP rule -> number of endpoint rings, 's' SEP rule -> last selected grant (ms), 'k' ->
+-- the hash's lifetime (ms: the longest span or gap any process sent). KEYS[7], a zset:
+-- rule SEP endpoint -> when that ring is idle (every bucket out of its window), for eviction.
+-- An acquire reads only the fields of the rules that select it (one HMGET) and writes them
+-- back only if granted.
 --
 -- A window rule is a ring of NB + 1 buckets of span / NB (rounded up) ms each. A grant counts
 -- in the bucket of its time; an ask sums every bucket that overlaps the last span, so it
 -- counts every grant of the window and, at most, one bucket's worth of older grants: the
 -- limit holds in every window of `span`, and the over-approximation is at most a tenth of a
 -- window (an ask may wait up to span / NB longer than an exact log would make it).
--- Cost: NB + 2 numbers per ring, one ring per rule (per endpoint for per-endpoint rules, at
--- most the endpoint cap of them per rule; idle ones are evicted, and past the cap endpoints
--- share one overflow ring, started from which a later ring of its own is a copy: never less
--- than what was counted for it).
+-- A per-endpoint rule keeps at most the endpoint cap of rings; idle ones are evicted to make
+-- room, and past the cap endpoints share one overflow ring. A ring started while the
+-- overflow ring holds counts is a copy of it: never less than what was counted for it.
 
 local NB = 10
+local SEP = '\0'
 local OVERFLOW = '\1'
-local K_P = KEYS[6]
+local K_P, K_I = KEYS[6], KEYS[7]
 
 local function selects(sel, kind)
   return sel == 0 or (sel == 1 and kind >= 1) or (sel == 2 and kind == 2)
@@ -60,36 +64,34 @@ local function ring_wait(rg, bw, span, room)
   return math.max(1, (top + 1) * bw + span - now)
 end
 
--- The ring of `ep` in a per-endpoint rule's map (bounded by `cap`, see above).
-local function endpoint_ring(map, ep, b, cap)
-  local rg = map.m[ep]
-  if rg then return rg end
-  local over = map.m[OVERFLOW]
-  if map.n >= cap then
-    for k, r in pairs(map.m) do
-      if k ~= OVERFLOW and r[1] < b - NB then
-        map.m[k] = nil
-        map.n = map.n - 1
-      end
+-- Evicts up to 16 idle endpoint rings (of any rule): nothing of them is left in a window.
+local function evict_idle()
+  local idle = redis.call('ZRANGEBYSCORE', K_I, '-inf', d(now), 'LIMIT', 0, 16)
+  for _, m in ipairs(idle) do
+    redis.call('HDEL', K_P, 'e' .. SEP .. m)
+    redis.call('ZREM', K_I, m)
+    local at = string.find(m, SEP, 1, true)
+    if at and string.sub(m, at + 1) ~= OVERFLOW then
+      redis.call('HINCRBY', K_P, 'n' .. SEP .. string.sub(m, 1, at - 1), -1)
     end
   end
-  if over and over[1] < b - NB then
-    map.m[OVERFLOW], over = nil, nil
+end
+
+-- The ring of a per-endpoint rule for an endpoint that has none: its own (counted in 'n',
+-- a copy of the overflow ring), or the overflow ring past the cap. Returns the ring, its
+-- member name, and whether it is new.
+local function endpoint_ring(name, ep, b, cap)
+  local nf = 'n' .. SEP .. name
+  if (tonumber(redis.call('HGET', K_P, nf)) or 0) >= cap then
+    evict_idle()
   end
-  if map.n >= cap then
-    if not over then
-      over = new_ring(b)
-      map.m[OVERFLOW] = over
-    end
-    return over
+  local over_m = name .. SEP .. OVERFLOW
+  local over = redis.call('HGET', K_P, 'e' .. SEP .. over_m)
+  over = over and cmsgpack.unpack(over) or nil
+  if (tonumber(redis.call('HGET', K_P, nf)) or 0) >= cap then
+    return over or new_ring(b), over_m, false
   end
-  rg = new_ring(b)
-  if over then
-    for i = 1, NB + 2 do rg[i] = over[i] end
-  end
-  map.m[ep] = rg
-  map.n = map.n + 1
-  return rg
+  return over or new_ring(b), name .. SEP .. ep, true
 end
 
 local pace = nil
@@ -100,18 +102,16 @@ local pace = nil
 local function pace_check(cost, prio)
   local kind, points, ep = tonumber(ARGV[19]), tonumber(ARGV[20]), ARGV[21]
   local epcap, cap = tonumber(ARGV[22]), tonumber(ARGV[23])
-  local raw_p = redis.call('GET', K_P)
-  local p = raw_p and cmsgpack.unpack(raw_p) or {w = {}, e = {}, s = {}}
   local wait, why, never, keep_ms = 0, 0, false, 1000
-  local spaced, hits = {}, {}
+  -- Pass 1: the rules that select this ask, and the fields they need.
+  local fields, spaced, wins = {'k'}, {}, {}
   local i = 24
   for _ = 1, tonumber(ARGV[i]) do
     local name, sel, gap = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
     i = i + 3
     if selects(sel, kind) then
-      local last = p.s[name] or 0
-      if now < last + gap then wait, why = math.max(wait, last + gap - now), 6 end
-      spaced[#spaced + 1] = name
+      fields[#fields + 1] = 's' .. SEP .. name
+      spaced[#spaced + 1] = {f = #fields, gap = gap}
       keep_ms = math.max(keep_ms, gap)
     end
   end
@@ -129,30 +129,33 @@ local function pace_check(cost, prio)
       if room < 0 then
         never = true
       else
-        local bw = math.max(1, math.ceil(span / NB))
-        local b = math.floor(now / bw)
-        local rg
-        if per then
-          local map = p.e[name]
-          if not map then
-            map = {n = 0, m = {}}
-            p.e[name] = map
-          end
-          rg = endpoint_ring(map, ep, b, epcap)
-        else
-          rg = p.w[name]
-          if not rg then
-            rg = new_ring(b)
-            p.w[name] = rg
-          end
-        end
-        advance(rg, b)
-        local w = ring_wait(rg, bw, span, room)
-        if w > 0 then wait, why = math.max(wait, w), 6 end
-        hits[#hits + 1] = {rg, amt}
-        keep_ms = math.max(keep_ms, span + bw)
+        local member = per and (name .. SEP .. ep) or nil
+        fields[#fields + 1] = per and ('e' .. SEP .. member) or ('w' .. SEP .. name)
+        wins[#wins + 1] = {f = #fields, name = name, member = member, amt = amt,
+          room = room, span = span, bw = math.max(1, math.ceil(span / NB))}
+        keep_ms = math.max(keep_ms, span + math.ceil(span / NB))
       end
     end
+  end
+  local vals = redis.call('HMGET', K_P, unpack(fields))
+  -- Pass 2: judge them.
+  for _, sp in ipairs(spaced) do
+    local last = tonumber(vals[sp.f]) or 0
+    sp.last = last
+    if now < last + sp.gap then wait, why = math.max(wait, last + sp.gap - now), 6 end
+  end
+  for _, w in ipairs(wins) do
+    local b = math.floor(now / w.bw)
+    if vals[w.f] then
+      w.rg = cmsgpack.unpack(vals[w.f])
+    elseif w.member then
+      w.rg, w.member, w.new = endpoint_ring(w.name, ep, b, epcap)
+    else
+      w.rg = new_ring(b)
+    end
+    advance(w.rg, b)
+    local wt = ring_wait(w.rg, w.bw, w.span, w.room)
+    if wt > 0 then wait, why = math.max(wait, wt), 6 end
   end
   -- The concurrency cap counts the grants not yet settled (the in-flight slots of
   -- quota.lua): a grant nobody settles stops counting after the call bound.
@@ -167,20 +170,31 @@ local function pace_check(cost, prio)
     end
     wait, why = math.max(1, w), 7
   end
-  pace = {p = p, spaced = spaced, hits = hits, keep_ms = keep_ms}
+  pace = {fields = fields, spaced = spaced, wins = wins,
+    keep = math.max(keep_ms, tonumber(vals[1]) or 0)}
   return wait, why, never
 end
 
 -- Counts a granted acquire in every rule that selected it.
 local function pace_commit()
-  local p = pace.p
-  for _, h in ipairs(pace.hits) do
-    local rg = h[1]
-    rg[slot_of(rg[1])] = rg[slot_of(rg[1])] + h[2]
+  local f = pace.fields
+  local out = {'k', d(pace.keep)}
+  for _, sp in ipairs(pace.spaced) do
+    out[#out + 1] = f[sp.f]
+    out[#out + 1] = d(math.max(now, sp.last))
   end
-  for _, name in ipairs(pace.spaced) do p.s[name] = math.max(now, p.s[name] or 0) end
-  -- Everything in it is out of every window (and spacing) once it expires; the longest
-  -- rule any process sent sets it.
-  p.keep = math.max(p.keep or 0, pace.keep_ms)
-  redis.call('SET', K_P, cmsgpack.pack(p), 'PX', d(p.keep))
+  for _, w in ipairs(pace.wins) do
+    local rg = w.rg
+    rg[slot_of(rg[1])] = rg[slot_of(rg[1])] + w.amt
+    out[#out + 1] = w.member and ('e' .. SEP .. w.member) or f[w.f]
+    out[#out + 1] = cmsgpack.pack(rg)
+    if w.member then
+      redis.call('ZADD', K_I, d((rg[1] + 1) * w.bw + w.span), w.member)
+      if w.new then redis.call('HINCRBY', K_P, 'n' .. SEP .. w.name, 1) end
+    end
+  end
+  redis.call('HSET', K_P, unpack(out))
+  -- Everything in them is out of every window (and spacing) once they expire.
+  redis.call('PEXPIRE', K_P, d(pace.keep))
+  redis.call('PEXPIRE', K_I, d(pace.keep))
 end

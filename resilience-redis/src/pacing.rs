@@ -122,8 +122,8 @@ pub(crate) fn validate(pacing: &Pacing) -> Result<(), RedisQuotaError> {
     };
     let day = std::time::Duration::from_secs(86_400);
     for w in &pacing.windows {
-        if w.name.is_empty() || w.name.len() > MAX_NAME {
-            return bad("pacing.window.name", "1-64 bytes");
+        if w.name.is_empty() || w.name.len() > MAX_NAME || w.name.contains('\0') {
+            return bad("pacing.window.name", "1-64 bytes, no NUL");
         }
         if w.limit == 0 {
             return bad("pacing.window.limit", "at least 1");
@@ -139,8 +139,8 @@ pub(crate) fn validate(pacing: &Pacing) -> Result<(), RedisQuotaError> {
         }
     }
     for s in &pacing.spacings {
-        if s.name.is_empty() || s.name.len() > MAX_NAME {
-            return bad("pacing.spacing.name", "1-64 bytes");
+        if s.name.is_empty() || s.name.len() > MAX_NAME || s.name.contains('\0') {
+            return bad("pacing.spacing.name", "1-64 bytes, no NUL");
         }
         if s.gap.is_zero() || s.gap > day {
             return bad("pacing.spacing.gap", "above zero and at most a day");

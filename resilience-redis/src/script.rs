@@ -117,9 +117,9 @@ pub(crate) struct View {
 /// Per-process constants sent with every call.
 #[derive(Debug, Clone)]
 pub(crate) struct Fixed {
-    /// State, leases, expiries, held, rejoined, and the shared rules' state (sent only with
-    /// an acquire that carries the rules).
-    pub keys: [String; 6],
+    /// State, leases, expiries, held, rejoined, and the shared rules' counters and endpoint
+    /// index (sent only with an acquire that carries the rules).
+    pub keys: [String; 7],
     pub channel: String,
     pub node: String,
     pub ttl_ms: u64,
@@ -139,7 +139,7 @@ pub(crate) struct Fixed {
     /// Width of one in-flight slot: a quarter of the call bound (a grant nobody settles stops
     /// counting as in flight after four to five slots).
     pub slot_ms: u64,
-    /// The shared G8 rules, if the resource has them (`keys[5]` holds their state).
+    /// The shared G8 rules, if the resource has them (`keys[5..]` hold their state).
     pub pacing: Option<Arc<PacingArgs>>,
 }
 
@@ -147,7 +147,7 @@ impl Fixed {
     pub fn new(prefix: &str, resource: &str) -> Self {
         let tag = format!("{{{prefix}:{resource}}}");
         Self {
-            keys: ["q", "l", "e", "h", "r", "p"].map(|k| format!("{tag}:{k}")),
+            keys: ["q", "l", "e", "h", "r", "p", "i"].map(|k| format!("{tag}:{k}")),
             channel: channel(prefix, resource),
             node: String::new(),
             ttl_ms: 0,
@@ -260,7 +260,7 @@ pub(crate) async fn call(
         Op::Acquire { .. } => fixed.pacing.as_deref(),
         _ => None,
     };
-    let keys = if rules.is_some() { 6 } else { 5 };
+    let keys = if rules.is_some() { 7 } else { 5 };
     for k in &fixed.keys[..keys] {
         inv.key(k);
     }

@@ -393,12 +393,17 @@ async fn g7_g8_per_endpoint_windows_are_separate_and_their_number_bounded() {
         names.len() - (SHARED_ENDPOINT_CAP as usize - 2) - 2
     );
     if srv.owned() {
-        let key = format!("{{{p}:core}}:p");
-        let len: usize = srv
-            .cmd(&format!("STRLEN {key}"))
-            .and_then(|s| s.trim().trim_start_matches(':').parse().ok())
-            .expect("strlen");
-        assert!(len < 4_096, "the rules' state is {len} bytes");
+        let count = |c: &str| -> usize {
+            srv.cmd(c)
+                .and_then(|s| s.trim().trim_start_matches(':').parse().ok())
+                .expect("a count")
+        };
+        // One ring per endpoint up to the cap, the overflow ring, the rule's ring count and
+        // the lifetime.
+        let cap = SHARED_ENDPOINT_CAP as usize;
+        let fields = count(&format!("HLEN {{{p}:core}}:p"));
+        assert_eq!(fields, cap + 3, "the rules' state has {fields} fields");
+        assert_eq!(count(&format!("ZCARD {{{p}:core}}:i")), cap + 1);
     }
 }
 
