@@ -10,10 +10,12 @@
 -- Their state (sent only with them, so a resource without rules never touches it):
 -- KEYS[6], a hash: 'w' SEP rule -> ring (MessagePack), 'e' SEP rule SEP endpoint -> ring,
 -- 'n' SEP rule -> number of endpoint rings, 's' SEP rule -> last selected grant (ms), 'k' ->
--- the hash's lifetime (ms: the longest span or gap any process sent). KEYS[7], a zset:
--- rule SEP endpoint -> when that ring is idle (every bucket out of its window), for eviction.
+-- the lifetime of both keys (ms: the longest span or gap any process sent), 'x' -> when they
+-- expire (ms). KEYS[7], a zset: rule SEP endpoint -> when that ring is idle (every bucket out
+-- of its window), for eviction.
 -- An acquire reads only the fields of the rules that select it (one HMGET) and writes them
--- back only if granted.
+-- back only if granted (one HSET; the expiry and the idle index move only when they must:
+-- past half the lifetime, and when a ring's newest bucket moves).
 --
 -- A window rule is a ring of NB + 1 buckets of span / NB (rounded up) ms each. A grant counts
 -- in the bucket of its time; an ask sums every bucket that overlaps the last span, so it
@@ -35,9 +37,12 @@ end
 
 local function slot_of(k) return (k % (NB + 1)) + 2 end
 
+-- A ring: newest bucket number, NB + 1 counts, and the newest bucket its idle time was
+-- indexed at (per-endpoint rings).
 local function new_ring(b)
   local rg = {b}
   for i = 2, NB + 2 do rg[i] = 0 end
+  rg[NB + 3] = -1
   return rg
 end
 
@@ -104,7 +109,7 @@ local function pace_check(cost, prio)
   local epcap, cap = tonumber(ARGV[22]), tonumber(ARGV[23])
   local wait, why, never, keep_ms = 0, 0, false, 1000
   -- Pass 1: the rules that select this ask, and the fields they need.
-  local fields, spaced, wins = {'k'}, {}, {}
+  local fields, spaced, wins = {'k', 'x'}, {}, {}
   local i = 24
   for _ = 1, tonumber(ARGV[i]) do
     local name, sel, gap = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
@@ -170,8 +175,9 @@ local function pace_check(cost, prio)
     end
     wait, why = math.max(1, w), 7
   end
-  pace = {fields = fields, spaced = spaced, wins = wins,
-    keep = math.max(keep_ms, tonumber(vals[1]) or 0)}
+  local kept = tonumber(vals[1]) or 0
+  pace = {fields = fields, spaced = spaced, wins = wins, keep = math.max(keep_ms, kept),
+    grown = keep_ms > kept, expires = tonumber(vals[2]) or 0}
   return wait, why, never
 end
 
@@ -179,6 +185,11 @@ end
 local function pace_commit()
   local f = pace.fields
   local out = {'k', d(pace.keep)}
+  local refresh = pace.grown or now + pace.keep / 2 >= pace.expires
+  if refresh then
+    out[#out + 1] = 'x'
+    out[#out + 1] = d(now + pace.keep)
+  end
   for _, sp in ipairs(pace.spaced) do
     out[#out + 1] = f[sp.f]
     out[#out + 1] = d(math.max(now, sp.last))
@@ -186,15 +197,18 @@ local function pace_commit()
   for _, w in ipairs(pace.wins) do
     local rg = w.rg
     rg[slot_of(rg[1])] = rg[slot_of(rg[1])] + w.amt
-    out[#out + 1] = w.member and ('e' .. SEP .. w.member) or f[w.f]
-    out[#out + 1] = cmsgpack.pack(rg)
-    if w.member then
+    if w.member and (rg[NB + 3] ~= rg[1] or w.new) then
       redis.call('ZADD', K_I, d((rg[1] + 1) * w.bw + w.span), w.member)
+      rg[NB + 3] = rg[1]
       if w.new then redis.call('HINCRBY', K_P, 'n' .. SEP .. w.name, 1) end
     end
+    out[#out + 1] = w.member and ('e' .. SEP .. w.member) or f[w.f]
+    out[#out + 1] = cmsgpack.pack(rg)
   end
   redis.call('HSET', K_P, unpack(out))
   -- Everything in them is out of every window (and spacing) once they expire.
-  redis.call('PEXPIRE', K_P, d(pace.keep))
-  redis.call('PEXPIRE', K_I, d(pace.keep))
+  if refresh then
+    redis.call('PEXPIRE', K_P, d(pace.keep))
+    redis.call('PEXPIRE', K_I, d(pace.keep))
+  end
 end

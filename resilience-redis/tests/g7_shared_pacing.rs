@@ -398,11 +398,11 @@ async fn g7_g8_per_endpoint_windows_are_separate_and_their_number_bounded() {
                 .and_then(|s| s.trim().trim_start_matches(':').parse().ok())
                 .expect("a count")
         };
-        // One ring per endpoint up to the cap, the overflow ring, the rule's ring count and
-        // the lifetime.
+        // One ring per endpoint up to the cap, the overflow ring, the rule's ring count, the
+        // lifetime and the expiry.
         let cap = SHARED_ENDPOINT_CAP as usize;
         let fields = count(&format!("HLEN {{{p}:core}}:p"));
-        assert_eq!(fields, cap + 3, "the rules' state has {fields} fields");
+        assert_eq!(fields, cap + 4, "the rules' state has {fields} fields");
         assert_eq!(count(&format!("ZCARD {{{p}:core}}:i")), cap + 1);
     }
 }
