@@ -1,10 +1,11 @@
 -- resilience-redis: the G8 pacing rules shared by every process (part of the one script:
 -- quota.lua, this, quota_ops.lua). Only an acquire of a resource given shared rules
 -- (`QuotaSpec::shared_pacing`) sends them, after its own arguments:
--- ARGV 19 kind (0 read, 1 write, 2 create), 20 points, 21 endpoint ('' none), 22 endpoint cap,
--- 23 concurrency cap (0 none), 24 number of spacing rules, then per spacing rule: name,
--- selector, gap ms; then the number of window rules, then per window rule: name, selector,
--- measure, limit, span ms (window + margin), P0 headroom, per endpoint (0/1).
+-- ARGV 19 kind (0 read, 1 write, 2 create), 20 points, 21 endpoint ('' none), 22 the rules,
+-- one MessagePack array: endpoint cap, concurrency cap (0 none), number of spacing rules,
+-- then per spacing rule: name, selector, gap ms; then the number of window rules, then per
+-- window rule: name, selector, measure, limit, span ms (window + margin), P0 headroom, per
+-- endpoint (0/1).
 -- Selector: 0 all, 1 writes, 2 creates. Measure: 0 requests, 1 points, 2 cost.
 --
 -- Their state (sent only with them, so a resource without rules never touches it):
@@ -106,13 +107,14 @@ local pace = nil
 -- the ask can never pass (more units than a rule allows its priority).
 local function pace_check(cost, prio)
   local kind, points, ep = tonumber(ARGV[19]), tonumber(ARGV[20]), ARGV[21]
-  local epcap, cap = tonumber(ARGV[22]), tonumber(ARGV[23])
+  local R = cmsgpack.unpack(ARGV[22])
+  local epcap, cap = R[1], R[2]
   local wait, why, never, keep_ms = 0, 0, false, 1000
   -- Pass 1: the rules that select this ask, and the fields they need.
   local fields, spaced, wins = {'k', 'x'}, {}, {}
-  local i = 24
-  for _ = 1, tonumber(ARGV[i]) do
-    local name, sel, gap = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local i = 3
+  for _ = 1, R[i] do
+    local name, sel, gap = R[i + 1], R[i + 2], R[i + 3]
     i = i + 3
     if selects(sel, kind) then
       fields[#fields + 1] = 's' .. SEP .. name
@@ -121,10 +123,9 @@ local function pace_check(cost, prio)
     end
   end
   i = i + 1
-  for _ = 1, tonumber(ARGV[i]) do
-    local name, sel, meas = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
-    local lim, span, head = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
-    local per = ARGV[i + 7] == '1'
+  for _ = 1, R[i] do
+    local name, sel, meas, lim = R[i + 1], R[i + 2], R[i + 3], R[i + 4]
+    local span, head, per = R[i + 5], R[i + 6], R[i + 7] == 1
     i = i + 7
     local amt = (meas == 0) and 1 or ((meas == 1) and points or cost)
     if selects(sel, kind) and amt > 0 then

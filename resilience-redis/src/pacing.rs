@@ -19,16 +19,69 @@ const MAX_NAME: usize = 64;
 /// The rules, as the script's arguments (built once per resource).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PacingArgs {
-    /// Concurrency cap (0: none).
-    pub cap: u32,
-    /// Spacing count, then name, selector, gap ms each; window count, then name, selector,
-    /// measure, limit, span ms, P0 headroom, per endpoint each.
-    pub rules: Vec<String>,
+    /// One MessagePack array, unpacked by the script in one C call (one argument instead of
+    /// one per field: Redis turns every argument into a Lua string on every call): the
+    /// endpoint cap, the concurrency cap (0: none), the spacing count, then name, selector,
+    /// gap ms of each; the window count, then name, selector, measure, limit, span ms, P0
+    /// headroom, per endpoint (0/1) of each.
+    pub packed: Vec<u8>,
     /// Whether a rule keeps windows per endpoint (else the endpoint is not sent).
     pub per_endpoint: bool,
 }
 
-/// What the script needs to know of one request.
+/// One value of the packed rules.
+enum Item<'a> {
+    Str(&'a str),
+    Int(u64),
+}
+
+/// MessagePack of a flat array of strings and unsigned integers (the subset the script reads).
+fn pack(items: &[Item<'_>]) -> Vec<u8> {
+    fn header(out: &mut Vec<u8>, len: usize, fix: u8, fix_max: usize, wide: [u8; 3]) {
+        if len <= fix_max {
+            out.push(fix | len as u8);
+        } else if let (Ok(n), true) = (u8::try_from(len), wide[0] != 0) {
+            out.extend([wide[0], n]);
+        } else if let Ok(n) = u16::try_from(len) {
+            out.push(wide[1]);
+            out.extend(n.to_be_bytes());
+        } else {
+            out.push(wide[2]);
+            out.extend(u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+        }
+    }
+    let mut out = Vec::new();
+    // Arrays have no 8-bit length form.
+    header(&mut out, items.len(), 0x90, 15, [0, 0xdc, 0xdd]);
+    for item in items {
+        match item {
+            Item::Str(s) => {
+                header(&mut out, s.len(), 0xa0, 31, [0xd9, 0xda, 0xdb]);
+                out.extend(s.as_bytes());
+            }
+            Item::Int(n) => {
+                if let Ok(b) = u8::try_from(*n) {
+                    if b < 0x80 {
+                        out.push(b);
+                    } else {
+                        out.extend([0xcc, b]);
+                    }
+                } else if let Ok(w) = u16::try_from(*n) {
+                    out.push(0xcd);
+                    out.extend(w.to_be_bytes());
+                } else if let Ok(w) = u32::try_from(*n) {
+                    out.push(0xce);
+                    out.extend(w.to_be_bytes());
+                } else {
+                    out.push(0xcf);
+                    out.extend(n.to_be_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Ask {
     /// 0 read, 1 write, 2 create.
@@ -66,14 +119,6 @@ impl Ask {
     }
 }
 
-fn selector(s: Selector) -> &'static str {
-    match s {
-        Selector::All => "0",
-        Selector::Writes => "1",
-        Selector::Creates => "2",
-    }
-}
-
 fn ms(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -81,32 +126,39 @@ fn ms(d: std::time::Duration) -> u64 {
 impl PacingArgs {
     /// The script's arguments for `pacing`'s rules.
     pub fn new(pacing: &Pacing) -> Self {
-        let mut rules = vec![pacing.spacings.len().to_string()];
+        use Item::{Int, Str};
+        let sel = |s: Selector| match s {
+            Selector::All => 0,
+            Selector::Writes => 1,
+            Selector::Creates => 2,
+        };
+        let mut items = vec![
+            Int(u64::from(SHARED_ENDPOINT_CAP)),
+            Int(u64::from(pacing.max_concurrent.unwrap_or(0))),
+            Int(pacing.spacings.len() as u64),
+        ];
         for sp in &pacing.spacings {
-            rules.push(sp.name.to_string());
-            rules.push(selector(sp.selector).into());
-            rules.push(ms(sp.gap).to_string());
+            items.extend([Str(&sp.name), Int(sel(sp.selector)), Int(ms(sp.gap))]);
         }
-        rules.push(pacing.windows.len().to_string());
+        items.push(Int(pacing.windows.len() as u64));
         for w in &pacing.windows {
-            rules.push(w.name.to_string());
-            rules.push(selector(w.selector).into());
-            rules.push(
-                match w.measure {
-                    Measure::Requests => "0",
-                    Measure::Points => "1",
-                    Measure::Cost => "2",
-                }
-                .into(),
-            );
-            rules.push(w.limit.to_string());
-            rules.push(ms(w.window + w.margin).to_string());
-            rules.push(w.p0_headroom.to_string());
-            rules.push(if w.per_endpoint { "1" } else { "0" }.into());
+            let measure = match w.measure {
+                Measure::Requests => 0,
+                Measure::Points => 1,
+                Measure::Cost => 2,
+            };
+            items.extend([
+                Str(&w.name),
+                Int(sel(w.selector)),
+                Int(measure),
+                Int(u64::from(w.limit)),
+                Int(ms(w.window + w.margin)),
+                Int(u64::from(w.p0_headroom)),
+                Int(u64::from(w.per_endpoint)),
+            ]);
         }
         Self {
-            cap: pacing.max_concurrent.unwrap_or(0),
-            rules,
+            packed: pack(&items),
             per_endpoint: pacing.windows.iter().any(|w| w.per_endpoint),
         }
     }
@@ -162,23 +214,18 @@ mod tests {
         let p = Pacing::github().with_write_spacing(Duration::from_secs(1));
         validate(&p).expect("valid");
         let a = PacingArgs::new(&p);
-        assert_eq!(a.cap, 99);
         assert!(a.per_endpoint);
-        assert_eq!(&a.rules[..4], ["1", "write_spacing", "1", "1000"]);
-        assert_eq!(a.rules[4], "3");
+        // A 26-item array: the two caps, one spacing rule, three window rules.
+        assert_eq!(&a.packed[..3], [0xdc, 0, 26]);
+        assert_eq!(&a.packed[3..7], [32, 99, 1, 0xa0 | 13]);
+        assert_eq!(&a.packed[7..20], b"write_spacing");
+        assert_eq!(&a.packed[20..24], [1, 0xcd, 0x03, 0xe8]); // Writes, 1000 ms
+        let long = "x".repeat(40);
+        assert_eq!(&pack(&[Item::Str(&long)])[..3], [0x91, 0xd9, 40]);
         assert_eq!(
-            &a.rules[5..12],
-            [
-                "content_creating_per_minute",
-                "2",
-                "0",
-                "80",
-                "60500",
-                "8",
-                "0"
-            ]
+            pack(&[Item::Int(200), Item::Int(70_000)]),
+            [0x92, 0xcc, 200, 0xce, 0, 1, 0x11, 0x70]
         );
-        assert_eq!(a.rules.len(), 5 + 3 * 7);
         let r = Request::create().with_endpoint("POST /repos/{owner}/{repo}/pulls");
         let ask = Ask::of(&r, Some(&a));
         assert_eq!((ask.kind, ask.points), (2, 5));

@@ -299,11 +299,7 @@ pub(crate) async fn call(
                 inv.arg(ask.kind)
                     .arg(ask.points)
                     .arg(ask.endpoint.as_deref().unwrap_or(""))
-                    .arg(crate::pacing::SHARED_ENDPOINT_CAP)
-                    .arg(rules.cap);
-                for a in &rules.rules {
-                    inv.arg(a);
-                }
+                    .arg(&rules.packed[..]);
             }
         }
         Op::Release {
