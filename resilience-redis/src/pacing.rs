@@ -215,8 +215,8 @@ mod tests {
         validate(&p).expect("valid");
         let a = PacingArgs::new(&p);
         assert!(a.per_endpoint);
-        // A 26-item array: the two caps, one spacing rule, three window rules.
-        assert_eq!(&a.packed[..3], [0xdc, 0, 26]);
+        // A 28-item array: the two caps, one spacing rule, three window rules, two counts.
+        assert_eq!(&a.packed[..3], [0xdc, 0, 28]);
         assert_eq!(&a.packed[3..7], [32, 99, 1, 0xa0 | 13]);
         assert_eq!(&a.packed[7..20], b"write_spacing");
         assert_eq!(&a.packed[20..24], [1, 0xcd, 0x03, 0xe8]); // Writes, 1000 ms
