@@ -424,3 +424,52 @@ async fn g7_g8_without_rules_nothing_is_paced_and_no_rule_state_is_kept() {
         assert_eq!(exists.trim(), ":0", "{exists}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_idle_endpoint_windows_are_evicted_to_make_room() {
+    let Some(srv) = server() else { return };
+    if !srv.owned() {
+        return; // reads the index's size
+    }
+    let p = prefix("pace-evict");
+    let rule = rules(vec![WindowRule::new(
+        "points",
+        Selector::All,
+        Measure::Points,
+        10,
+        MS(300),
+    )
+    .per_endpoint()]);
+    let (_r, q) = client(cfg(&srv.url, &p, "a"), Some(rule)).await;
+    let indexed = || -> usize {
+        srv.cmd(&format!("ZCARD {{{p}:core}}:i"))
+            .and_then(|s| s.trim().trim_start_matches(':').parse().ok())
+            .expect("zcard")
+    };
+    let cap = SHARED_ENDPOINT_CAP as usize;
+    for i in 0..=cap {
+        let name = format!("POST /n{i}");
+        let _ = go(q
+            .try_acquire_request(&Request::write().with_endpoint(&name), Priority::P1)
+            .await
+            .expect("ask"));
+    }
+    assert_eq!(indexed(), cap + 1, "the cap's rings and the overflow ring");
+    // Every window is over: a new endpoint evicts idle rings and gets one of its own, with
+    // its whole limit (two writes of 5 points), and no more.
+    tokio::time::sleep(MS(400)).await;
+    let fresh = Request::write().with_endpoint("POST /fresh");
+    for _ in 0..2 {
+        let _ = go(q
+            .try_acquire_request(&fresh, Priority::P1)
+            .await
+            .expect("fresh"));
+    }
+    let w = wait_of(
+        q.try_acquire_request(&fresh, Priority::P1)
+            .await
+            .expect("3rd"),
+    );
+    assert_eq!(w.reason, QuotaWaitReason::Paced);
+    assert!(indexed() <= cap + 2 - 16, "idle rings left: {}", indexed());
+}
