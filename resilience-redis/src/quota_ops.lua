@@ -14,7 +14,15 @@ if op == 'acq' then
   -- The shared G8 rules, if the resource has them (pacing.lua): judged before the quota, and
   -- counted only if the acquire is granted.
   local paced, pwait, pwhy, never = #ARGV > 20, 0, 0, false
-  if paced then pwait, pwhy, never = pace_check(cost, prio) end
+  if paced then
+    pwait, pwhy, never = pace_check(cost, prio)
+  elseif (s.paced_until or 0) > now then
+    -- Another process counts its grants against shared rules that this one would not be
+    -- counted in: refused, by name, until every count of them has left its window.
+    return redis.error_reply(string.format('resilience-redis: %s is paced by shared G8 '
+      .. 'rules (QuotaSpec::shared_pacing) in another process, and this one has none; give '
+      .. 'every process sharing it the same rules', K_Q))
+  end
   if cost > s.limit or never then
     status, reason = 2, 4
   elseif now < s.block_until then
@@ -49,7 +57,10 @@ if op == 'acq' then
       s.ledger = s.ledger + cost
       fly(cost)
       top_up()
-      if paced then pace_commit() end
+      if paced then
+        pace_commit()
+        s.paced_until = now + pace.keep
+      end
     end
   end
   -- Refused for want of quota (spent, recovering, itself yielding, or a concurrency slot):

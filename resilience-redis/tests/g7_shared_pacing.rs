@@ -12,7 +12,7 @@ use resilience_core::governor::{
 };
 use resilience_redis::{
     QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, RedisQuotaConfig,
-    SharedQuota, SHARED_ENDPOINT_CAP,
+    RedisQuotaError, SharedQuota, SHARED_ENDPOINT_CAP,
 };
 use std::time::{Duration, Instant};
 
@@ -472,4 +472,33 @@ async fn g7_g8_idle_endpoint_windows_are_evicted_to_make_room() {
     );
     assert_eq!(w.reason, QuotaWaitReason::Paced);
     assert!(indexed() <= cap + 2 - 16, "idle rings left: {}", indexed());
+}
+
+/// A process without the rules would not be counted in them: while another process's
+/// counts are live, its acquires are refused by name instead of passing past the rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_process_without_the_shared_rules_is_refused_by_name() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-mixed");
+    let rule = rules(vec![WindowRule::new(
+        "all",
+        Selector::All,
+        Measure::Requests,
+        2,
+        MS(60_000),
+    )]);
+    let (_ra, a) = client(cfg(&srv.url, &p, "a"), Some(rule)).await;
+    let (_rb, b) = client(cfg(&srv.url, &p, "b"), None).await;
+    let _ = go(b
+        .try_acquire(1, Priority::P1)
+        .await
+        .expect("no rules counted yet"));
+    let _ = go(a
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("paced"));
+    let e = b.try_acquire(1, Priority::P1).await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, RedisQuotaError::Server { .. }), "{e:?}");
+    assert!(text.contains("shared_pacing"), "{text}");
 }
