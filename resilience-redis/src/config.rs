@@ -367,6 +367,10 @@ impl QuotaSpec {
     /// ([`WindowRule::smooth_burst`](resilience_core::governor::WindowRule::smooth_burst))
     /// and the even spend are not shared: the local governor still applies them.
     ///
+    /// Every process sharing the resource must give the same rules (rules are counted by
+    /// name): while any are counted, an acquire of a process without rules is refused with
+    /// [`RedisQuotaError::Server`] naming the fix, as it would not be counted in them.
+    ///
     /// A resource with shared rules has no express lane and spends nothing while Redis is
     /// unreachable (acquires are refused with [`RedisQuotaError::Unavailable`]): both would
     /// grant without the script, so past every process's rules.
