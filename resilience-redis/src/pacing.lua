@@ -71,14 +71,18 @@ local function ring_wait(rg, bw, span, room)
 end
 
 -- Evicts up to 16 idle endpoint rings (of any rule): nothing of them is left in a window.
-local function evict_idle()
+-- Not those of `ep`: another rule may have read one in this call, and would write it back.
+local function evict_idle(ep)
   local idle = redis.call('ZRANGEBYSCORE', K_I, '-inf', d(now), 'LIMIT', 0, 16)
   for _, m in ipairs(idle) do
-    redis.call('HDEL', K_P, 'e' .. SEP .. m)
-    redis.call('ZREM', K_I, m)
     local at = string.find(m, SEP, 1, true)
-    if at and string.sub(m, at + 1) ~= OVERFLOW then
-      redis.call('HINCRBY', K_P, 'n' .. SEP .. string.sub(m, 1, at - 1), -1)
+    local of = at and string.sub(m, at + 1)
+    if of ~= ep then
+      redis.call('HDEL', K_P, 'e' .. SEP .. m)
+      redis.call('ZREM', K_I, m)
+      if of and of ~= OVERFLOW then
+        redis.call('HINCRBY', K_P, 'n' .. SEP .. string.sub(m, 1, at - 1), -1)
+      end
     end
   end
 end
@@ -89,7 +93,7 @@ end
 local function endpoint_ring(name, ep, b, cap)
   local nf = 'n' .. SEP .. name
   if (tonumber(redis.call('HGET', K_P, nf)) or 0) >= cap then
-    evict_idle()
+    evict_idle(ep)
   end
   local over_m = name .. SEP .. OVERFLOW
   local over = redis.call('HGET', K_P, 'e' .. SEP .. over_m)

@@ -198,6 +198,20 @@ pub(crate) fn validate(pacing: &Pacing) -> Result<(), RedisQuotaError> {
             return bad("pacing.spacing.gap", "above zero and at most a day");
         }
     }
+    // Rules are counted by name: two of one kind with one name would share (and overwrite)
+    // one count.
+    let unique = |names: Vec<&str>| {
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        sorted.len() == names.len()
+    };
+    if !unique(pacing.windows.iter().map(|w| &*w.name).collect()) {
+        return bad("pacing.window.name", "unique among the window rules");
+    }
+    if !unique(pacing.spacings.iter().map(|s| &*s.name).collect()) {
+        return bad("pacing.spacing.name", "unique among the spacing rules");
+    }
     if pacing.max_concurrent == Some(0) {
         return bad("pacing.max_concurrent", "at least 1");
     }
@@ -238,5 +252,8 @@ mod tests {
             ..Pacing::default()
         };
         assert!(validate(&zero).is_err());
+        let mut twice = Pacing::github();
+        twice.windows.push(twice.windows[0].clone());
+        assert!(validate(&twice).is_err());
     }
 }
