@@ -502,3 +502,50 @@ async fn g7_g8_a_process_without_the_shared_rules_is_refused_by_name() {
     assert!(matches!(e, RedisQuotaError::Server { .. }), "{e:?}");
     assert!(text.contains("shared_pacing"), "{text}");
 }
+
+/// `acquire_shared` carries the request (its kind here) to the shared rules: two processes'
+/// governors, each with GitHub's whole rules locally, together create no more than the
+/// shared rule allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_acquire_shared_counts_each_request_by_kind_in_the_shared_rules() {
+    use resilience_core::governor::{Governor, ResourceConfig};
+    use resilience_redis::acquire_shared;
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-gov");
+    let rule = || {
+        rules(vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            3,
+            Duration::from_secs(60),
+        )])
+    };
+    let (_ra, qa) = client(cfg(&srv.url, &p, "a"), Some(rule())).await;
+    let (_rb, qb) = client(cfg(&srv.url, &p, "b"), Some(rule())).await;
+    let mut created = 0;
+    let mut refused = 0;
+    for q in [&qa, &qb] {
+        let gov = Governor::builder().seed(7).build().expect("governor");
+        let core = gov
+            .add_resource("core", ResourceConfig::github())
+            .expect("resource");
+        let agent = gov.register("writer", Priority::P1).expect("agent");
+        for _ in 0..3 {
+            let create = Request::create().with_max_wait(MS(50));
+            match acquire_shared(&gov, q, agent, core, create).await {
+                Ok(permit) => {
+                    created += 1;
+                    let _ = permit.observe(&Observation::new(201)).await;
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        // Reads are not counted by the creation rule.
+        let permit = acquire_shared(&gov, q, agent, core, Request::read())
+            .await
+            .expect("a read");
+        let _ = permit.observe(&Observation::new(200)).await;
+    }
+    assert_eq!((created, refused), (3, 3));
+}
