@@ -549,3 +549,32 @@ async fn g7_g8_acquire_shared_counts_each_request_by_kind_in_the_shared_rules() 
     }
     assert_eq!((created, refused), (3, 3));
 }
+
+/// Offline spending would grant past every other process's rules: a resource with shared
+/// rules spends nothing while Redis is down, even in degraded mode with a reservation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_shared_rules_spend_nothing_while_redis_is_down() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return; // kills its redis-server
+    }
+    let p = prefix("pace-down");
+    let c = cfg(&srv.url, &p, "a")
+        .reserve_share_permille(200)
+        .on_loss(resilience_redis::OnLoss::Degraded);
+    let rule = Pacing::default().with_write_spacing(MS(100));
+    let (_r, q) = reserving(c, Some(rule)).await;
+    let _ = go(q
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("online"));
+    assert!(q.snapshot().await.expect("snapshot").reserved > 0);
+    srv.kill();
+    for _ in 0..3 {
+        let d = q.try_acquire_request(&Request::write(), Priority::P0).await;
+        assert!(
+            matches!(d, Err(RedisQuotaError::Unavailable { .. })),
+            "{d:?}"
+        );
+    }
+}
