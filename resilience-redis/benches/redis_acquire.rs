@@ -5,6 +5,10 @@
 //! `cargo bench -p resilience-redis --bench redis_acquire` (needs `redis-server`; otherwise
 //! uses `RESILIENCE_REDIS_URL`, else prints a skip line). `G7_BENCH_MS` sets the run length
 //! (default 3000), `G7_BENCH_TASKS` the concurrent acquirers per process (default 16).
+//! `G7_BENCH_PACING` shares G8 rules through the script: `github` (GitHub's rules and write
+//! spacing: most asks are refused by a rule, as grants are never settled), `wide` (the same
+//! rule shapes with limits nothing reaches and no concurrency cap: every ask is counted);
+//! the acquirers then ask for reads spread over 16 endpoints.
 
 #[path = "../tests/common/server.rs"]
 mod server;
@@ -34,6 +38,7 @@ fn main() {
             j.ttl_ms = 120_000;
             j.run_ms = run_ms;
             j.tasks = u32::try_from(tasks).unwrap_or(16);
+            j.pacing = std::env::var("G7_BENCH_PACING").unwrap_or_else(|_| "none".into());
             j
         })
         .collect();
@@ -55,7 +60,10 @@ fn main() {
     let wall = start.elapsed();
     let calls = srv.calls("evalsha").saturating_sub(before);
     let secs = run_ms as f64 / 1000.0;
-    println!("redis_acquire: 2 processes x {tasks} tasks, {run_ms} ms, loopback");
+    println!(
+        "redis_acquire: 2 processes x {tasks} tasks, {run_ms} ms, loopback, shared rules: {}",
+        jobs[0].pacing
+    );
     println!(
         "  grants {grants} ({:.0}/s), acquire calls {asks} ({:.0}/s)",
         grants as f64 / secs,

@@ -2,7 +2,7 @@
 //! shared resource's quota.
 
 use crate::error::RedisQuotaError;
-use resilience_core::governor::Priority;
+use resilience_core::governor::{Pacing, Priority};
 use std::fmt;
 use std::time::Duration;
 
@@ -314,24 +314,69 @@ impl RedisQuotaConfig {
     }
 }
 
-/// One shared quota bucket, as the first process to use it creates it in Redis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One shared quota bucket, as the first process to use it creates it in Redis, and
+/// optionally the G8 pacing rules every process paces by together
+/// ([`shared_pacing`](Self::shared_pacing)).
+#[derive(Debug, Clone, PartialEq)]
 pub struct QuotaSpec {
     /// Quota per window (updated by `x-ratelimit-limit` readings).
     pub limit: u64,
     /// Window length; a window starts at its first grant unless a reset header says when.
     pub window: Duration,
+    /// G8 rules enforced by the shared script across every process (its window rules, spacing
+    /// rules and concurrency cap; see [`shared_pacing`](Self::shared_pacing)). `None` (the
+    /// default): the script paces nothing, and costs what it did without them.
+    pub pacing: Option<Pacing>,
 }
 
 impl QuotaSpec {
     /// `limit` per `window`.
     pub const fn new(limit: u64, window: Duration) -> Self {
-        Self { limit, window }
+        Self {
+            limit,
+            window,
+            pacing: None,
+        }
     }
 
     /// GitHub's primary limit: 5 000 requests per hour.
     pub const fn github() -> Self {
         Self::new(5_000, Duration::from_secs(3_600))
+    }
+
+    /// Paces every process sharing this resource by `pacing`'s rules together (G7 + G8): its
+    /// window rules (e.g. GitHub's 80 content-creating requests per minute, 900 points per
+    /// minute per endpoint, with their P0 headroom), its spacing rules (≥ 1 s between
+    /// mutations) and its concurrency cap (< 100 in flight), judged in the same script call
+    /// as the quota (no extra round trip) on the server's clock. Give the *whole* rules here
+    /// (e.g. [`Pacing::github`]), not a process's [`part`](resilience_core::governor::ResourceConfig::part)
+    /// of them: the script counts every process's grants against them. A local
+    /// [`Governor`](resilience_core::governor::Governor) in front ([`acquire_shared`](crate::acquire_shared))
+    /// may keep the same whole rules (they then also smooth within the process) or none,
+    /// never a part.
+    ///
+    /// What each acquire counts is its [`Request`](resilience_core::governor::Request)
+    /// ([`SharedQuota::acquire_request`](crate::SharedQuota::acquire_request), or
+    /// [`acquire_shared`](crate::acquire_shared)); a plain
+    /// [`acquire`](crate::SharedQuota::acquire) counts as a read of one point with no
+    /// endpoint. Windows are sliding windows of ten buckets (an ask may wait up to a tenth
+    /// of the window longer than an exact log would make it, never less); window units are
+    /// not returned by a release (the call may have been sent); the concurrency cap counts
+    /// grants until they are observed or released, or for the call bound
+    /// ([`RedisQuotaConfig::call_bound`]) if nobody settles them. Smoothing
+    /// ([`WindowRule::smooth_burst`](resilience_core::governor::WindowRule::smooth_burst))
+    /// and the even spend are not shared: the local governor still applies them.
+    ///
+    /// Every process sharing the resource must give the same rules (rules are counted by
+    /// name): while any are counted, an acquire of a process without rules is refused with
+    /// [`RedisQuotaError::Server`] naming the fix, as it would not be counted in them.
+    ///
+    /// A resource with shared rules has no express lane and spends nothing while Redis is
+    /// unreachable (acquires are refused with [`RedisQuotaError::Unavailable`]): both would
+    /// grant without the script, so past every process's rules.
+    pub fn shared_pacing(mut self, pacing: Pacing) -> Self {
+        self.pacing = Some(pacing);
+        self
     }
 
     pub(crate) fn validate(&self) -> Result<(), RedisQuotaError> {
@@ -346,6 +391,9 @@ impl QuotaSpec {
                 field: "window",
                 reason: "between 10 ms and a year".into(),
             });
+        }
+        if let Some(p) = &self.pacing {
+            crate::pacing::validate(p)?;
         }
         Ok(())
     }

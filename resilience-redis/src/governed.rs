@@ -91,9 +91,7 @@ pub async fn acquire_shared<'g>(
     let max_wait = request
         .max_wait()
         .map(|m| m.saturating_sub(permit.waited()));
-    let grant = quota
-        .acquire_within(request.cost(), priority, max_wait)
-        .await?;
+    let grant = quota.acquire_request(&request, priority, max_wait).await?;
     Ok(SharedPermit {
         permit: Some(permit),
         grant: Some(grant),

@@ -50,6 +50,12 @@ impl QuotaGrant {
     pub fn reset_at_ms(&self) -> u64 {
         self.reset_at_ms
     }
+    /// When the server granted it, in ms of the Redis server's clock (0 if it was paid
+    /// without asking the server: offline or through the express lane). Shared G8 rules
+    /// count it at this time.
+    pub fn granted_at_ms(&self) -> u64 {
+        self.granted_ms
+    }
     /// Whether it was paid from this process's reservation rather than the pool.
     pub fn from_reserve(&self) -> bool {
         self.from_reserve
@@ -78,6 +84,15 @@ pub enum QuotaWaitReason {
     /// A higher priority, in this process or another, was refused quota within its poll
     /// bound and will ask again: it goes first.
     Yielding,
+    /// A shared G8 window or spacing rule
+    /// ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing)) is full: the delay
+    /// is the time until enough of it frees (a window's oldest bucket leaves it, the gap
+    /// since the last selected grant ends).
+    Paced,
+    /// The shared concurrency cap is reached: the delay is the most it can last (the oldest
+    /// unsettled grants stop counting after the call bound); a settled grant wakes the
+    /// waiters sooner.
+    InFlight,
 }
 
 /// Wait, then ask again.

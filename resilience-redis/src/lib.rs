@@ -10,19 +10,22 @@
 //! - **Several processes or hosts share one quota** (several workers using one token, a
 //!   service scaled to N replicas): add this crate. Each process keeps its own governor for
 //!   ordering and pacing, and consults [`SharedQuota`] before each call, so the *quota* —
-//!   what is left in the window, the G6 block after a 429, leases and reservations — is one
-//!   state for all of them. It costs one Redis round trip per acquire and about 18 µs
+//!   what is left in the window, the G6 block after a 429, leases and reservations, and
+//!   optionally the G8 rules ([`QuotaSpec::shared_pacing`]) — is one state for all of
+//!   them. It costs one Redis round trip per acquire (shared rules included) and about 18 µs
 //!   of Redis CPU per call on an idle machine; the crate's bench (`benches/redis_acquire.rs`)
 //!   measures about 47k acquires/s from 2 processes on an idle 2-core loopback machine, and
-//!   19-22k with that machine loaded (`BENCHMARKS.md`).
+//!   19-22k with that machine loaded (`BENCHMARKS.md`). Shared G8 rules add about 8-12 µs
+//!   of Redis CPU per acquire (one `HMGET` and one `HSET` of the rules that select it):
+//!   25-26k acquires/s where the same machine gives 36-38k without them.
 //!
 //! It is a separate crate so nothing pulls Redis in by default.
 //!
 //! # What lives in Redis
 //!
 //! Per resource, under one hash tag (one cluster slot): the window (limit, pool left,
-//! reset), the shared block-until time (G6), and one lease per process with its fencing
-//! epoch and its reservation. Every operation — acquire, release, observe, lease renewal,
+//! reset), the shared block-until time (G6), one lease per process with its fencing
+//! epoch and its reservation, and, for a resource given shared G8 rules, their counters. Every operation — acquire, release, observe, lease renewal,
 //! block — is one Lua script called by hash (`EVALSHA`, with `SCRIPT LOAD` on `NOSCRIPT`):
 //! atomic on the server, one round trip, and timed by the server's clock (`TIME`), so clock
 //! skew between hosts does not matter.
@@ -68,6 +71,30 @@
 //!   the reset, as after a block: the waiters paused until a reset do not all come back at
 //!   its first instant. A spent quota with no reset known comes back a window later at the
 //!   latest.
+//! - **Shared G8 rules** ([`QuotaSpec::shared_pacing`], opt-in). The window rules (GitHub's
+//!   80 content-creating requests per minute, 900 points per minute per endpoint, with their
+//!   P0 headroom), the spacing rules (≥ 1 s between mutations) and the concurrency cap
+//!   (< 100 in flight) are judged in the same script call as the quota, for every process
+//!   together: an acquire carries its request's kind, points and endpoint
+//!   ([`SharedQuota::acquire_request`], [`acquire_shared`]), and the rules after its own
+//!   arguments. Their counters are one more string under the hash tag, read and written only
+//!   by acquires that carry rules (a resource without them costs what it did). A window is
+//!   ten buckets of a tenth of it (plus its margin): every grant of the window is counted,
+//!   and at most one bucket of older ones, so the limit holds in every window and an ask
+//!   waits at most a tenth of a window longer than an exact log would make it. Each rule
+//!   keeps at most [`SHARED_ENDPOINT_CAP`] endpoint windows (idle ones are evicted; past the
+//!   cap, endpoints share one overflow window, which a later window of their own starts
+//!   from). The concurrency cap counts the in-flight grants the script already keeps: a
+//!   grant counts until it is observed or released (which wakes a waiter), or for the call
+//!   bound if nobody settles it. A release does not give window units back (the call may
+//!   have been sent). A refused ask is told how long until enough of the rule frees
+//!   ([`QuotaWaitReason::Paced`]: the waiter sleeps until then) or waits for a settled grant
+//!   ([`QuotaWaitReason::InFlight`]). Smoothing and even spend stay with the local governor.
+//!   Every process sharing the resource must give the same rules: while some are counted,
+//!   an acquire without rules is refused by name (it would not be counted in them).
+//!   Such a resource has **no express lane and no offline spending**: both grant without the
+//!   script, so past every other process's rules; a P0 call pays one round trip, and keeps
+//!   the P0 headroom and the priority marks below.
 //! - **Priority across processes.** A P0 or P1 ask refused for want of quota makes every
 //!   lower priority, in every process, wait ([`QuotaWaitReason::Yielding`]) for the asker's
 //!   poll bound, within which it asks again; so quota that comes back while a higher
@@ -130,9 +157,30 @@
 //! priority granted; the [`SharedPermit`] observes (or releases) both.
 //!
 //! The local governor paces the secondary limits (GitHub's points and creations per minute,
-//! the concurrency cap) for its own process only, so give each process its part of them
-//! with [`ResourceConfig::part`](resilience_core::governor::ResourceConfig::part): with
-//! shares that add up to 1, the processes together never pace past a limit.
+//! the concurrency cap) for its own process only. Either share them through Redis with
+//! [`QuotaSpec::shared_pacing`] — give it the *whole* rules (e.g.
+//! [`Pacing::github`](resilience_core::governor::Pacing::github)), and do **not** also cut
+//! them per process with `part`: the script already counts every process's grants against
+//! them — or, without shared rules, give each process its part of them with
+//! [`ResourceConfig::part`](resilience_core::governor::ResourceConfig::part): with shares
+//! that add up to 1, the processes together never pace past a limit (a process can then
+//! never use another's idle share).
+//!
+//! ```no_run
+//! use resilience_core::governor::{Pacing, Priority, Request};
+//! use resilience_redis::{QuotaSpec, RedisQuota, RedisQuotaConfig};
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let redis = RedisQuota::connect(RedisQuotaConfig::new("redis://127.0.0.1:6379")).await?;
+//! let rules = Pacing::github().with_write_spacing(Duration::from_secs(1));
+//! let core = redis
+//!     .resource("core", QuotaSpec::github().shared_pacing(rules))
+//!     .await?;
+//! let pr = Request::create().with_endpoint("POST /repos/{owner}/{repo}/pulls");
+//! let grant = core.acquire_request(&pr, Priority::P1, None).await?;
+//! # let _ = grant; Ok(()) }
+//! ```
 
 mod config;
 mod error;
@@ -141,6 +189,7 @@ mod grant;
 mod link;
 mod local;
 mod observe;
+mod pacing;
 mod quota;
 mod resource;
 mod script;
@@ -153,5 +202,6 @@ pub use governed::{acquire_shared, SharedPermit};
 pub use grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
+pub use pacing::SHARED_ENDPOINT_CAP;
 pub use quota::RedisQuota;
 pub use resource::SharedQuota;

@@ -144,8 +144,13 @@ impl RedisQuota {
                     let mut fixed = Fixed::new(&cfg.prefix, name);
                     fixed.node = cfg.node.clone();
                     fixed.ttl_ms = ms(cfg.lease_ttl);
-                    fixed.hold = cfg.hold();
-                    fixed.keep = if cfg.express.is_some() {
+                    // Shared rules: no express lane, no offline spending (see `shared_pacing`).
+                    fixed.hold = if spec.pacing.is_some() { 0 } else { cfg.hold() };
+                    fixed.pacing = spec
+                        .pacing
+                        .as_ref()
+                        .map(|p| Arc::new(crate::pacing::PacingArgs::new(p)));
+                    fixed.keep = if cfg.express.is_some() && fixed.pacing.is_none() {
                         cfg.express_allowance
                     } else {
                         0
@@ -240,7 +245,7 @@ impl Inner {
             (l.view(report), report)
         };
         let sent_at = self.clock.now();
-        let result = script::call(conn, &res.fixed, &view, op).await;
+        let result = script::call(conn, &res.fixed, &view, &op).await;
         let timing = Timing {
             sent_at,
             recv_at: self.clock.now(),

@@ -6,9 +6,10 @@ use crate::grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
 use crate::local::{Local, OfflineRefusal};
+use crate::pacing::Ask;
 use crate::quota::{ms, CallError, Inner, ResState};
 use crate::script::{self, Op, Reply};
-use resilience_core::governor::{Observation, Priority};
+use resilience_core::governor::{Observation, Priority, Request};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,15 +44,41 @@ impl SharedQuota {
     /// lower priority, in any process, wait ([`QuotaWaitReason::Yielding`]) for this
     /// process's poll bound ([`WaitPolicy::poll`](crate::WaitPolicy::poll)), within which
     /// its waiter asks again; quota returned meanwhile goes to the higher priority.
+    ///
+    /// On a resource with shared rules ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing))
+    /// this counts as a read of one point with no endpoint: use
+    /// [`try_acquire_request`](Self::try_acquire_request) to say what the call is.
     pub async fn try_acquire(
         &self,
         cost: u32,
         priority: Priority,
     ) -> Result<QuotaDecision, RedisQuotaError> {
+        self.try_ask(cost, priority, Ask::plain()).await
+    }
+
+    /// As [`try_acquire`](Self::try_acquire) for `request`: its cost, and for the shared
+    /// rules its kind, points and endpoint. A rule that refuses it says how long until
+    /// enough of it frees ([`QuotaWaitReason::Paced`], [`QuotaWaitReason::InFlight`]).
+    pub async fn try_acquire_request(
+        &self,
+        request: &Request<'_>,
+        priority: Priority,
+    ) -> Result<QuotaDecision, RedisQuotaError> {
+        let ask = Ask::of(request, self.state.fixed.pacing.as_deref());
+        self.try_ask(request.cost(), priority, ask).await
+    }
+
+    async fn try_ask(
+        &self,
+        cost: u32,
+        priority: Priority,
+        ask: Ask,
+    ) -> Result<QuotaDecision, RedisQuotaError> {
         let asked = self.inner.clock.now();
         let op = Op::Acquire {
             cost,
             priority: priority as u8,
+            ask,
         };
         let mut decision = match self.inner.call(&self.state, op).await {
             Ok(r) => self.decision(&r, cost),
@@ -86,6 +113,33 @@ impl SharedQuota {
         priority: Priority,
         max_wait: Option<Duration>,
     ) -> Result<QuotaGrant, RedisQuotaError> {
+        self.ask_within(cost, priority, max_wait, Ask::plain())
+            .await
+    }
+
+    /// As [`acquire`](Self::acquire) for `request` (see
+    /// [`try_acquire_request`](Self::try_acquire_request)), giving up with
+    /// [`RedisQuotaError::WaitTooLong`] once the wait would exceed `max_wait`. A wait on a
+    /// shared window or spacing rule sleeps until a unit frees; one on the concurrency cap
+    /// is woken when a grant is settled.
+    pub async fn acquire_request(
+        &self,
+        request: &Request<'_>,
+        priority: Priority,
+        max_wait: Option<Duration>,
+    ) -> Result<QuotaGrant, RedisQuotaError> {
+        let ask = Ask::of(request, self.state.fixed.pacing.as_deref());
+        self.ask_within(request.cost(), priority, max_wait, ask)
+            .await
+    }
+
+    async fn ask_within(
+        &self,
+        cost: u32,
+        priority: Priority,
+        max_wait: Option<Duration>,
+        ask: Ask,
+    ) -> Result<QuotaGrant, RedisQuotaError> {
         if let Some(grant) = self.express(cost, priority) {
             return Ok(grant);
         }
@@ -118,7 +172,7 @@ impl SharedQuota {
             tokio::pin!(woken);
             woken.as_mut().enable();
             let asked = clock.now();
-            let wait = match self.try_acquire(cost, priority).await? {
+            let wait = match self.try_ask(cost, priority, ask.clone()).await? {
                 QuotaDecision::Go(g) => return Ok(g),
                 QuotaDecision::Wait(w) => w,
             };
@@ -129,14 +183,21 @@ impl SharedQuota {
                 QuotaWaitReason::Exhausted if plan.wakeable => reset = Some(asked + wait.delay),
                 // A plan that sleeps past the reset (or a block) includes the draw.
                 QuotaWaitReason::Exhausted | QuotaWaitReason::Blocked => reset = None,
-                QuotaWaitReason::Recovering | QuotaWaitReason::Yielding => {}
+                QuotaWaitReason::Recovering
+                | QuotaWaitReason::Yielding
+                | QuotaWaitReason::Paced
+                | QuotaWaitReason::InFlight => {}
             }
             let elapsed = clock.now().saturating_sub(start);
             let sleep = match max_wait {
-                // Only a block is sure to outlast the wait (quota may be returned before a
-                // reset).
+                // Only a block or a window rule is sure to outlast the wait (quota may be
+                // returned before a reset).
                 Some(max)
-                    if elapsed + wait.delay > max && wait.reason == QuotaWaitReason::Blocked =>
+                    if elapsed + wait.delay > max
+                        && matches!(
+                            wait.reason,
+                            QuotaWaitReason::Blocked | QuotaWaitReason::Paced
+                        ) =>
                 {
                     return Err(self.too_long(wait.delay));
                 }
@@ -314,7 +375,7 @@ impl SharedQuota {
         };
         let mut view = self.state.local.lock().view(0);
         view.epoch = epoch;
-        match script::call(&mut conn, &self.state.fixed, &view, op).await {
+        match script::call(&mut conn, &self.state.fixed, &view, &op).await {
             Ok(Some(r)) => Ok(r),
             Ok(None) => Err(CallError::Server(
                 self.inner.server_error("unexpected script reply"),
@@ -357,6 +418,8 @@ impl SharedQuota {
             (script::WAIT, script::EXHAUSTED) => wait(QuotaWaitReason::Exhausted),
             (script::WAIT, script::RECOVERING) => wait(QuotaWaitReason::Recovering),
             (script::WAIT, script::YIELDING) => wait(QuotaWaitReason::Yielding),
+            (script::WAIT, script::PACED) => wait(QuotaWaitReason::Paced),
+            (script::WAIT, script::IN_FLIGHT) => wait(QuotaWaitReason::InFlight),
             (script::WAIT, script::TOO_BIG) => Err(RedisQuotaError::CostTooLarge {
                 resource: self.state.name.to_string(),
                 cost,
@@ -370,7 +433,9 @@ impl SharedQuota {
     /// only while connected and listening for blocks, so a block set anywhere shuts it.
     fn express(&self, cost: u32, priority: Priority) -> Option<QuotaGrant> {
         let cfg = &self.inner.cfg;
-        if cfg.express.is_none_or(|bound| priority > bound)
+        // Shared rules: every grant must be judged by the script (see `shared_pacing`).
+        if self.state.fixed.pacing.is_some()
+            || cfg.express.is_none_or(|bound| priority > bound)
             || !self.inner.link.is_up()
             || !self.inner.listening()
         {
@@ -408,7 +473,8 @@ impl SharedQuota {
             url: self.inner.link.url.clone(),
             retry_after,
         };
-        if self.inner.cfg.on_loss == OnLoss::FailClosed {
+        // Shared rules cannot be judged without the script: nothing is spent offline.
+        if self.inner.cfg.on_loss == OnLoss::FailClosed || self.state.fixed.pacing.is_some() {
             return Err(unavailable(self.inner.cfg.reconnect_every));
         }
         let now = self.inner.clock.now();

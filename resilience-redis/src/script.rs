@@ -4,11 +4,18 @@
 //! `SCRIPT LOAD` + `EVALSHA` on `NOSCRIPT`, e.g. after a Redis restart), so each one is atomic
 //! on the server and reads the server's clock.
 
+use crate::pacing::{Ask, PacingArgs};
 use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Script};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-const SOURCE: &str = include_str!("quota.lua");
+/// One script in three files: the state, leases and in-flight slots (`quota.lua`), the shared
+/// G8 rules (`pacing.lua`), and the operations (`quota_ops.lua`).
+const SOURCE: &str = concat!(
+    include_str!("quota.lua"),
+    include_str!("pacing.lua"),
+    include_str!("quota_ops.lua")
+);
 
 /// The compiled script (its SHA1 is computed once).
 pub(crate) fn script() -> &'static Script {
@@ -17,10 +24,11 @@ pub(crate) fn script() -> &'static Script {
 }
 
 /// One operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Op {
-    /// Acquire `cost` at a priority (index: 0 is P0).
-    Acquire { cost: u32, priority: u8 },
+    /// Acquire `cost` at a priority (index: 0 is P0); `ask` says what the shared rules need
+    /// (sent only if the resource has them).
+    Acquire { cost: u32, priority: u8, ask: Ask },
     /// Renew the lease (rejoin, report offline spending, top the reservation up).
     Renew,
     /// Return a grant that was not used.
@@ -109,7 +117,9 @@ pub(crate) struct View {
 /// Per-process constants sent with every call.
 #[derive(Debug, Clone)]
 pub(crate) struct Fixed {
-    pub keys: [String; 5],
+    /// State, leases, expiries, held, rejoined, and the shared rules' counters and endpoint
+    /// index (sent only with an acquire that carries the rules).
+    pub keys: [String; 7],
     pub channel: String,
     pub node: String,
     pub ttl_ms: u64,
@@ -129,13 +139,15 @@ pub(crate) struct Fixed {
     /// Width of one in-flight slot: a quarter of the call bound (a grant nobody settles stops
     /// counting as in flight after four to five slots).
     pub slot_ms: u64,
+    /// The shared G8 rules, if the resource has them (`keys[5..]` hold their state).
+    pub pacing: Option<Arc<PacingArgs>>,
 }
 
 impl Fixed {
     pub fn new(prefix: &str, resource: &str) -> Self {
         let tag = format!("{{{prefix}:{resource}}}");
         Self {
-            keys: ["q", "l", "e", "h", "r"].map(|k| format!("{tag}:{k}")),
+            keys: ["q", "l", "e", "h", "r", "p", "i"].map(|k| format!("{tag}:{k}")),
             channel: channel(prefix, resource),
             node: String::new(),
             ttl_ms: 0,
@@ -147,6 +159,7 @@ impl Fixed {
             reserve_max: 0,
             yield_ms: 0,
             slot_ms: 1,
+            pacing: None,
         }
     }
 }
@@ -166,6 +179,10 @@ pub(crate) const EXHAUSTED: i64 = 2;
 pub(crate) const RECOVERING: i64 = 3;
 pub(crate) const TOO_BIG: i64 = 4;
 pub(crate) const YIELDING: i64 = 5;
+/// A shared G8 window or spacing rule.
+pub(crate) const PACED: i64 = 6;
+/// The shared concurrency cap.
+pub(crate) const IN_FLIGHT: i64 = 7;
 
 /// The script's reply, field by field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -236,10 +253,15 @@ pub(crate) async fn call(
     conn: &mut MultiplexedConnection,
     fixed: &Fixed,
     view: &View,
-    op: Op,
+    op: &Op,
 ) -> RedisResult<Option<Reply>> {
     let mut inv = script().prepare_invoke();
-    for k in &fixed.keys {
+    let rules = match op {
+        Op::Acquire { .. } => fixed.pacing.as_deref(),
+        _ => None,
+    };
+    let keys = if rules.is_some() { 7 } else { 5 };
+    for k in &fixed.keys[..keys] {
         inv.key(k);
     }
     let name = match op {
@@ -267,8 +289,18 @@ pub(crate) async fn call(
         .arg(view.local_reserved)
         .arg(&fixed.channel);
     match op {
-        Op::Acquire { cost, priority } => {
+        Op::Acquire {
+            cost,
+            priority,
+            ask,
+        } => {
             inv.arg(cost).arg(priority).arg(fixed.yield_ms);
+            if let Some(rules) = rules {
+                inv.arg(ask.kind)
+                    .arg(ask.points)
+                    .arg(ask.endpoint.as_deref().unwrap_or(""))
+                    .arg(&rules.packed[..]);
+            }
         }
         Op::Release {
             cost,
@@ -280,7 +312,7 @@ pub(crate) async fn call(
         } => {
             inv.arg(cost)
                 .arg(window)
-                .arg(u8::from(from_reserve))
+                .arg(u8::from(*from_reserve))
                 .arg(ledger)
                 .arg(granted_ms)
                 .arg(slot);

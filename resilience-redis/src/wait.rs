@@ -42,7 +42,13 @@ pub(crate) fn plan(
                 }
             }
         }
-        QuotaWaitReason::Recovering | QuotaWaitReason::Yielding => {
+        // A rule's unit frees at a known time: sleep until then, P0 first (its wake-up
+        // jitter), not poll.
+        QuotaWaitReason::Paced => Plan {
+            sleep: wait.delay + wake_jitter(priority, policy),
+            wakeable: false,
+        },
+        QuotaWaitReason::Recovering | QuotaWaitReason::Yielding | QuotaWaitReason::InFlight => {
             let poll = policy.poll.mul_f64(0.5 + fastrand::f64() / 2.0);
             Plan {
                 sleep: wait.delay.min(poll),

@@ -33,6 +33,9 @@ pub struct Job {
     pub p0_tasks: u32,
     /// The express lane on (the default) or off.
     pub express: bool,
+    /// Shared G8 rules of the resource: `none`, or `window:<limit>:<ms>` (every request,
+    /// counted once, in any `ms`).
+    pub pacing: String,
 }
 
 impl Job {
@@ -52,6 +55,7 @@ impl Job {
             tasks: 4,
             p0_tasks: 0,
             express: true,
+            pacing: "none".into(),
         }
     }
 
@@ -74,6 +78,7 @@ impl Job {
             .env("G7_TASKS", self.tasks.to_string())
             .env("G7_P0_TASKS", self.p0_tasks.to_string())
             .env("G7_EXPRESS", if self.express { "1" } else { "0" })
+            .env("G7_PACING", &self.pacing)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -106,6 +111,7 @@ impl Job {
             tasks: u32::try_from(num("G7_TASKS")).unwrap_or(1).max(1),
             p0_tasks: u32::try_from(num("G7_P0_TASKS")).unwrap_or(0),
             express: var("G7_EXPRESS") != "0",
+            pacing: var("G7_PACING"),
         })
     }
 
@@ -160,7 +166,8 @@ async fn run(job: Job) {
             return;
         }
     };
-    let spec = QuotaSpec::new(job.limit, Duration::from_millis(job.window_ms));
+    let spec =
+        QuotaSpec::new(job.limit, Duration::from_millis(job.window_ms)).shared_pacing_of(&job);
     let quota = redis.resource("r", spec).await.expect("resource");
     match job.mode {
         "spend" => spend(&job, &quota).await,
@@ -199,7 +206,7 @@ async fn run(job: Job) {
 }
 
 /// Acquires as fast as allowed (or every `pace_ms`) for `run_ms` on `tasks` tasks; prints
-/// every grant: `GRANT <reset_at_ms> <cost> <offline> <epoch> <t_ms> <express>`.
+/// every grant: `GRANT <reset_at_ms> <cost> <offline> <epoch> <t_ms> <express> <server_ms>`.
 async fn spend(job: &Job, quota: &resilience_redis::SharedQuota) {
     let start = Instant::now();
     let stop = start + Duration::from_millis(job.run_ms);
@@ -219,13 +226,14 @@ async fn spend(job: &Job, quota: &resilience_redis::SharedQuota) {
                 let bound = left.min(Duration::from_millis(300));
                 match q.acquire_within(1, priority, Some(bound)).await {
                     Ok(g) => lines.push(format!(
-                        "GRANT {} {} {} {} {} {}",
+                        "GRANT {} {} {} {} {} {} {}",
                         g.reset_at_ms(),
                         g.cost(),
                         u8::from(g.is_offline()),
                         g.epoch(),
                         start.elapsed().as_millis(),
-                        u8::from(g.is_express())
+                        u8::from(g.is_express()),
+                        g.granted_at_ms()
                     )),
                     Err(RedisQuotaError::Unavailable { .. }) => {
                         un.fetch_add(1, Ordering::Relaxed);
@@ -260,12 +268,28 @@ async fn bench(job: &Job, quota: &resilience_redis::SharedQuota) {
     let stop = Instant::now() + Duration::from_millis(job.run_ms);
     let (grants, asks) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let mut handles = Vec::new();
-    for _ in 0..job.tasks {
+    // With shared rules, reads spread over 16 endpoints (per-endpoint windows).
+    const ENDPOINTS: [&str; 16] = [
+        "GET /e0", "GET /e1", "GET /e2", "GET /e3", "GET /e4", "GET /e5", "GET /e6", "GET /e7",
+        "GET /e8", "GET /e9", "GET /e10", "GET /e11", "GET /e12", "GET /e13", "GET /e14",
+        "GET /e15",
+    ];
+    let paced = job.pacing != "none" && !job.pacing.is_empty();
+    for task in 0..job.tasks {
         let (q, g, a) = (quota.clone(), grants.clone(), asks.clone());
         handles.push(tokio::spawn(async move {
+            let mut i = task as usize;
             while Instant::now() < stop {
                 a.fetch_add(1, Ordering::Relaxed);
-                if let Ok(QuotaDecision::Go(_)) = q.try_acquire(1, Priority::P1).await {
+                let d = if paced {
+                    i += 1;
+                    let r = resilience_core::governor::Request::read()
+                        .with_endpoint(ENDPOINTS[i % ENDPOINTS.len()]);
+                    q.try_acquire_request(&r, Priority::P1).await
+                } else {
+                    q.try_acquire(1, Priority::P1).await
+                };
+                if let Ok(QuotaDecision::Go(_)) = d {
                     g.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -293,4 +317,43 @@ pub fn lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
         }
     });
     rx
+}
+
+/// The job's shared G8 rules on a spec.
+trait SharedPacingOf {
+    fn shared_pacing_of(self, job: &Job) -> Self;
+}
+
+impl SharedPacingOf for QuotaSpec {
+    fn shared_pacing_of(self, job: &Job) -> Self {
+        use resilience_core::governor::{Measure, Pacing, Selector, WindowRule};
+        match job.pacing.split(':').collect::<Vec<_>>().as_slice() {
+            ["window", limit, ms] => {
+                let rule = WindowRule::new(
+                    "window",
+                    Selector::All,
+                    Measure::Requests,
+                    limit.parse().unwrap_or(1),
+                    Duration::from_millis(ms.parse().unwrap_or(1_000)),
+                );
+                self.shared_pacing(Pacing {
+                    windows: vec![rule],
+                    ..Pacing::default()
+                })
+            }
+            ["wide"] => {
+                // GitHub's rule shapes with limits nothing reaches: every ask is counted.
+                let mut p = Pacing::github().with_write_spacing(Duration::from_secs(1));
+                p.max_concurrent = None;
+                for w in &mut p.windows {
+                    w.limit = 1 << 30;
+                }
+                self.shared_pacing(p)
+            }
+            ["github"] => {
+                self.shared_pacing(Pacing::github().with_write_spacing(Duration::from_secs(1)))
+            }
+            _ => self,
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! One process's part of the pacing rules when several processes share one quota (G7).
 //!
 //! The primary quota can be shared exactly (through Redis, `resilience-redis`), but each
-//! process's governor paces the secondary limits on its own. So each gets a part of them,
+//! process's governor paces the secondary limits on its own. Either `resilience-redis`
+//! shares them too (`QuotaSpec::shared_pacing`, given the *whole* rules: then do not also
+//! cut them with [`ResourceConfig::part`]), or each process gets a part of them,
 //! and the parts must add up to no more than the real limits: window limits and the
 //! concurrency cap are rounded *down*, and spacing gaps are stretched, so N processes that
 //! each keep a gap of `gap / share` send no more often, together, than one keeping `gap`.

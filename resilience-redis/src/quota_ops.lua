@@ -1,0 +1,192 @@
+if op == 'acq' then
+  -- Never from the last `keep` of the reservation: the express lane may have spent it
+  -- without reporting yet, and paying an acquire from it could spend one unit twice.
+  --
+  -- Priority across processes: a P0 (P1) ask refused for want of quota marks `yield0`
+  -- (`yield1`) for the asker's poll bound, within which it asks again; until the mark passes,
+  -- every lower priority is refused (reason 5), so quota returned meanwhile goes to the
+  -- waiting higher priority, whichever process it is in.
+  local cost, prio, yield_ms = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  join()
+  local ahead = 0
+  if prio >= 1 then ahead = s.yield0 end
+  if prio >= 2 then ahead = math.max(ahead, s.yield1) end
+  -- The shared G8 rules, if the resource has them (pacing.lua): judged before the quota, and
+  -- counted only if the acquire is granted.
+  local paced, pwait, pwhy, never = #ARGV > 20, 0, 0, false
+  if paced then
+    pwait, pwhy, never = pace_check(cost, prio)
+  elseif (s.paced_until or 0) > now then
+    -- Another process counts its grants against shared rules that this one would not be
+    -- counted in: refused, by name, until every count of them has left its window.
+    return redis.error_reply(string.format('resilience-redis: %s is paced by shared G8 '
+      .. 'rules (QuotaSpec::shared_pacing) in another process, and this one has none; give '
+      .. 'every process sharing it the same rules', K_Q))
+  end
+  if cost > s.limit or never then
+    status, reason = 2, 4
+  elseif now < s.block_until then
+    status, reason, wait = 2, 1, s.block_until - now
+  elseif pwait > 0 then
+    status, reason, wait = 2, pwhy, pwait
+    -- A settled grant wakes the waiters of the concurrency cap.
+    if pwhy == 7 then s.cw = 1 end
+  elseif ahead > now and ((s.pool >= cost and not recovering)
+      or lease.reserved >= cost + keep) then
+    -- Yielding only quota it could be paid: refused for want of quota, it is told the real
+    -- reason and when the window resets (its waiter then comes back in its priority's G6
+    -- window past the reset, not at the first ask after it with every other waiter).
+    status, reason, wait = 2, 5, ahead - now
+  else
+    if s.pool >= cost and not recovering then
+      s.pool = s.pool - cost
+      status = 1
+    elseif lease.reserved >= cost + keep then
+      lease.reserved = lease.reserved - cost
+      s.reserved = s.reserved - cost
+      status, from_res = 1, 1
+    elseif recovering then
+      status, reason, wait = 2, 3, s.recover_until - now
+    else
+      status, reason = 2, 2
+      wait = (s.reset_at > 0) and (s.reset_at - now) or s.window
+      s.starved = 1
+    end
+    if status == 1 then
+      if s.reset_at == 0 then s.reset_at = now + s.window end
+      s.ledger = s.ledger + cost
+      fly(cost)
+      top_up()
+      if paced then
+        pace_commit()
+        s.paced_until = now + pace.keep
+      end
+    end
+  end
+  -- Refused for want of quota (spent, recovering, itself yielding, or a concurrency slot):
+  -- mark the wait.
+  if status == 2 and (reason == 2 or reason == 3 or reason == 5 or reason == 7)
+      and prio <= 1 then
+    local f = (prio == 0) and 'yield0' or 'yield1'
+    s[f] = math.max(s[f], now + yield_ms)
+  end
+elseif op == 'renew' then
+  join()
+  top_up()
+elseif op == 'rel' then
+  local cost, gwin, gres = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  local gled, gat, gslot = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
+  -- The call will not be made: it is no longer in flight, whoever holds the lease now.
+  local landed = land(cost, gat, gslot)
+  if not current_lease() then
+    status = 3
+  elseif not landed and gled > 0 and gled <= s.applied then
+    -- A reading of a later grant is applied, and it did not count this one as in flight
+    -- (too old): it already counts its quota as left. Crediting it again would spend it
+    -- twice. (Still in flight, it was subtracted from the reading: credit it.)
+    status = 0
+  elseif gwin == s.win then
+    if gres == 1 then
+      lease.reserved = lease.reserved + cost
+      s.reserved = s.reserved + cost
+    else
+      s.pool = math.min(s.limit, s.pool + cost)
+    end
+    publish()
+  end
+elseif op == 'obs' then
+  local g_ledger, h_limit, h_rem = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
+  local gwin, reset_after, block_abs = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
+  local g_at, g_flight, g_cost = tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27])
+  local g_slot = tonumber(ARGV[28])
+  local backoff, backoff_cap = tonumber(ARGV[29]), tonumber(ARGV[30])
+  -- The response came back: the call has been counted upstream, if it ever will be.
+  land(g_cost, g_at, g_slot)
+  -- G6 backoff (section 6: "wait at least one minute, then back off exponentially"):
+  -- secondary limits in a row without retry-after, seen by any node, double the block up
+  -- to the cap. Limits answered inside a block (calls in flight when it began) are the same
+  -- limit, and good responses inside it say nothing new: only one outside a block starts
+  -- the run over. A stale holder's limit still counts, as its block does.
+  local blocked = now < s.block_until
+  if backoff == 1 then
+    if not blocked then s.strikes = s.strikes + 1 end
+    local doublings = math.min(32, math.max(0, s.strikes - 1))
+    block_ms = math.min(backoff_cap, block_ms * 2 ^ doublings)
+  elseif backoff == 2 and not blocked then
+    s.strikes = 0
+  end
+  if reset_after > 0 then h_reset = now + reset_after end
+  -- Header values past any sane range are ignored, not stored: `%d` would wrap a limit
+  -- above 2^63, and a reset read in the wrong unit would keep the window from ever rolling.
+  if h_limit > 2 ^ 50 then h_limit = 0 end
+  if h_rem > 2 ^ 50 then h_rem = -1 end
+  if h_reset > now + 2 * s.window then h_reset = 0 end
+  block_to(math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0))
+  if not current_lease() then
+    -- A stale holder's headers may describe quota it no longer owns: only its block counts.
+    status = 3
+  elseif gwin == s.win and not (h_reset > 0 and h_reset <= now) then
+    if h_limit > 0 then s.limit = h_limit end
+    if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then
+      -- Earlier than a holder may have been told (a window from its last call, if none
+      -- was anchored then): see the carry at a new window.
+      local told = (s.reset_at > 0) and s.reset_at or (now + s.window)
+      if h_reset < told then s.moved = 1 end
+      s.reset_at = h_reset
+    end
+    if h_rem >= 0 then
+      local gl, flight = g_ledger, g_flight
+      if gl <= 0 then gl, flight = s.ledger, in_flight() end
+      -- Not counted in the reading, maybe: calls granted after this one, and calls granted
+      -- before it that were still in flight when it was granted (it may have overtaken them).
+      local left = h_rem - (s.ledger - gl) - flight - s.reserved - s.held
+      -- A reading without a grant has no place in the grant order (it may have been read
+      -- upstream before calls already counted): it may lower the pool, never raise it.
+      if g_ledger > 0 and gl >= s.applied then
+        s.pool = math.max(0, math.min(left, s.limit))
+        s.applied = gl
+      else
+        s.pool = math.max(0, math.min(s.pool, left))
+      end
+    end
+    if exhausted == 1 then s.pool = 0 end
+    -- Nothing left upstream until the reset: a reservation or an express lane would spend
+    -- into rejections (and risk a ban), so the resource blocks until then, on every node.
+    if exhausted == 1 or h_rem == 0 then
+      -- With no reset known (no header, no grant yet in this window), the window upstream
+      -- began no later than now: it resets a window from now at the latest. Without this,
+      -- nothing would ever roll the window, and the empty pool would stay empty for good.
+      if s.reset_at == 0 then s.reset_at = now + s.window end
+      local until_ = (h_reset > now) and h_reset or s.reset_at
+      if until_ > now then block_to(until_) end
+    end
+  end
+elseif op == 'block' then
+  local block_ms = tonumber(ARGV[16])
+  block_to(now + block_ms)
+  current_lease()
+elseif op == 'leave' then
+  if current_lease() then
+    lease.hold = 0
+    retire(node, lease)
+    lease = nil
+  else
+    status = 3
+  end
+elseif op == 'snap' then
+  current_lease()
+else
+  return redis.error_reply('resilience-redis: unknown op ' .. tostring(op))
+end
+
+if lease then
+  local v = encode(lease)
+  if v ~= lease.raw then redis.call('HSET', K_L, node, v) end
+end
+redis.call('SET', K_Q, cmsgpack.pack(s))
+
+return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
+  lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
+  s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
+  in_flight(), s.fl_at}
