@@ -212,8 +212,14 @@ impl DepthGuard {
     /// inside it. Other reports are kept: they may belong to an attempt around this loop.
     #[inline]
     pub(crate) fn attempt<S: AsyncAttempts>(depth: u32, state: &S) -> Self {
+        Self::nth_attempt(depth, state, state.nth())
+    }
+
+    /// [`attempt`](Self::attempt) for a loop that knows which attempt it starts (its first,
+    /// on its first poll): no read of its state.
+    #[inline]
+    pub(crate) fn nth_attempt<S>(depth: u32, state: &S, nth: u32) -> Self {
         let attempt = address(state);
-        let nth = state.nth();
         let prev = NESTING.with(|n| {
             if n.reported_within.get() == attempt {
                 n.reported_within.set(0);

@@ -95,7 +95,7 @@ where
         *this.phase = Phase::Done;
         let polled = {
             // The factory runs inside the attempt too (R6): a guarded call it makes is nested.
-            let _depth = DepthGuard::attempt(depth.saturating_add(1), &*this.state);
+            let _depth = DepthGuard::nth_attempt(depth.saturating_add(1), &*this.state, 1);
             let (slot, op) = (&mut this.attempt, &mut *this.op);
             fail_on_unwind(&mut permit, || {
                 slot.set(Some(op()));
