@@ -33,6 +33,19 @@ pub enum RedisQuotaError {
         /// The quota per window.
         limit: u64,
     },
+    /// A shared pacing rule ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing))
+    /// can never grant the request at this priority: it needs more units than the rule
+    /// allows in a window (less its P0 headroom, below P0).
+    RuleTooSmall {
+        /// The resource.
+        resource: String,
+        /// The rule's name.
+        rule: String,
+        /// The units the request needs of it (1, its points or its cost).
+        needs: u64,
+        /// The most the rule grants this priority in a window.
+        allows: u64,
+    },
     /// Waiting would exceed the caller's bound.
     WaitTooLong {
         /// The resource.
@@ -78,6 +91,18 @@ impl fmt::Display for RedisQuotaError {
                 f,
                 "cost {cost} is above the whole quota of `{resource}` ({limit} per window)"
             ),
+            Self::RuleTooSmall {
+                resource,
+                rule,
+                needs,
+                allows,
+            } => write!(
+                f,
+                "`{resource}`: the request needs {needs} units of shared rule `{rule}`, which \
+                 grants at most {allows} per window at this priority: it can never be granted \
+                 (split it, raise the rule's limit, or ask at P0 if only the P0 headroom is \
+                 missing)"
+            ),
             Self::WaitTooLong { resource, wait } => write!(
                 f,
                 "`{resource}`: the wait ({:.3}s) exceeds the caller's bound",
@@ -102,7 +127,8 @@ impl From<RedisQuotaError> for ResilienceError {
         let (resource, retry_after) = match &e {
             RedisQuotaError::Unavailable { retry_after, .. } => ("redis".into(), *retry_after),
             RedisQuotaError::WaitTooLong { resource, wait } => (resource.as_str().into(), *wait),
-            RedisQuotaError::CostTooLarge { resource, .. } => {
+            RedisQuotaError::CostTooLarge { resource, .. }
+            | RedisQuotaError::RuleTooSmall { resource, .. } => {
                 (resource.as_str().into(), Duration::MAX)
             }
             _ => ("redis".into(), Duration::from_secs(1)),

@@ -27,6 +27,18 @@ pub(crate) struct PacingArgs {
     pub packed: Vec<u8>,
     /// Whether a rule keeps windows per endpoint (else the endpoint is not sent).
     pub per_endpoint: bool,
+    /// The window rules' limits, to refuse here, by name, a request no window could grant.
+    limits: Vec<RuleLimit>,
+}
+
+/// What a window rule grants in a window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RuleLimit {
+    name: Arc<str>,
+    selector: u64,
+    measure: Measure,
+    limit: u64,
+    p0_headroom: u64,
 }
 
 /// One value of the packed rules.
@@ -157,10 +169,43 @@ impl PacingArgs {
                 Int(u64::from(w.per_endpoint)),
             ]);
         }
+        let limits = pacing
+            .windows
+            .iter()
+            .map(|w| RuleLimit {
+                name: w.name.clone(),
+                selector: sel(w.selector),
+                measure: w.measure,
+                limit: u64::from(w.limit),
+                p0_headroom: u64::from(w.p0_headroom),
+            })
+            .collect();
         Self {
             packed: pack(&items),
             per_endpoint: pacing.windows.iter().any(|w| w.per_endpoint),
+            limits,
         }
+    }
+
+    /// The first rule that can never grant `ask` of `cost` at `priority` (as the script
+    /// judges it): `(rule, needs, allows)`.
+    pub fn never_fits(&self, ask: &Ask, cost: u32, priority: u8) -> Option<(&str, u64, u64)> {
+        self.limits.iter().find_map(|r| {
+            let selected = r.selector == 0
+                || (r.selector == 1 && ask.kind >= 1)
+                || (r.selector == 2 && ask.kind == 2);
+            let needs = match r.measure {
+                Measure::Requests => 1,
+                Measure::Points => u64::from(ask.points),
+                Measure::Cost => u64::from(cost),
+            };
+            let allows = if priority == 0 {
+                r.limit
+            } else {
+                r.limit - r.p0_headroom
+            };
+            (selected && needs > allows).then_some((&*r.name, needs, allows))
+        })
     }
 }
 

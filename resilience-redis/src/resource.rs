@@ -74,6 +74,20 @@ impl SharedQuota {
         priority: Priority,
         ask: Ask,
     ) -> Result<QuotaDecision, RedisQuotaError> {
+        if let Some((rule, needs, allows)) = self
+            .state
+            .fixed
+            .pacing
+            .as_deref()
+            .and_then(|rules| rules.never_fits(&ask, cost, priority as u8))
+        {
+            return Err(RedisQuotaError::RuleTooSmall {
+                resource: self.state.name.to_string(),
+                rule: rule.to_owned(),
+                needs,
+                allows,
+            });
+        }
         let asked = self.inner.clock.now();
         let op = Op::Acquire {
             cost,

@@ -578,3 +578,62 @@ async fn g7_g8_shared_rules_spend_nothing_while_redis_is_down() {
         );
     }
 }
+
+/// A request that no window of a shared rule could ever grant at its priority is refused at
+/// once, naming the rule and its numbers (it used to be `CostTooLarge` with the quota's
+/// limit, which said nothing of the rule); the P0 headroom counts only below P0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_request_no_rule_window_can_grant_is_refused_naming_the_rule() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-never");
+    let points = |limit, headroom| {
+        rules(vec![WindowRule::new(
+            "points",
+            Selector::All,
+            Measure::Points,
+            limit,
+            Duration::from_secs(60),
+        )
+        .with_p0_headroom(headroom)])
+    };
+    let (_r, q) = client(cfg(&srv.url, &p, "a"), Some(points(8, 4))).await;
+    // A creation is 5 points: P1 may use 8 - 4 of them, P0 all 8.
+    let err = q
+        .try_acquire_request(&Request::create(), Priority::P1)
+        .await
+        .expect_err("5 points where P1 gets 4");
+    assert_eq!(
+        err,
+        RedisQuotaError::RuleTooSmall {
+            resource: "core".into(),
+            rule: "points".into(),
+            needs: 5,
+            allows: 4,
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("`points`") && text.contains("5 units") && text.contains("at most 4"),
+        "{text}"
+    );
+    let _ = go(q
+        .try_acquire_request(&Request::read(), Priority::P2)
+        .await
+        .expect("a read of one point fits"));
+    let _ = go(q
+        .try_acquire_request(&Request::create(), Priority::P0)
+        .await
+        .expect("P0 may use the headroom: 1 + 5 of 8"));
+
+    let p = prefix("pace-never-p0");
+    let (_r, q) = client(cfg(&srv.url, &p, "b"), Some(points(4, 0))).await;
+    assert!(matches!(
+        q.try_acquire_request(&Request::create(), Priority::P0)
+            .await,
+        Err(RedisQuotaError::RuleTooSmall {
+            needs: 5,
+            allows: 4,
+            ..
+        })
+    ));
+}
