@@ -374,6 +374,10 @@ impl QuotaSpec {
     /// A resource with shared rules has no express lane and spends nothing while Redis is
     /// unreachable (acquires are refused with [`RedisQuotaError::Unavailable`]): both would
     /// grant without the script, so past every process's rules.
+    ///
+    /// If Redis comes back without its data, the quota is rebuilt conservatively (see the
+    /// crate docs) but the rule counts start again from zero: in the windows that were open
+    /// at the loss, the processes may together spend up to twice a rule's limit.
     pub fn shared_pacing(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
         self
