@@ -90,6 +90,27 @@ fn c8_refused_seconds_name_their_rule() {
     );
 }
 
+/// C8, C1: seconds that are finite and positive but longer than a `Duration` holds are told
+/// the real bound, not called infinite or negative.
+#[test]
+fn c8_seconds_too_long_for_a_duration_name_the_bound() {
+    let bound = "must be below 2^64 (about 1.8e19) seconds, the longest a `Duration` holds, got";
+    for (key, raw) in [("total_timeout", "1e308"), ("base_delay", "1e20")] {
+        let m = retry_message(key, raw);
+        assert!(m.starts_with(bound), "{key}: {m}");
+    }
+    let c = config(&[("CLEVERAGENTS_RETRY_MAX_DELAY", "1e300")]);
+    let m = c.diagnostics()[0].message();
+    assert!(m.starts_with(&format!("{bound} `1e300`")), "{m}");
+    // Still finite-or-not for what is not a number of seconds at all.
+    let c = config(&[("CLEVERAGENTS_RETRY_MAX_DELAY", "inf")]);
+    let m = c.diagnostics()[0].message();
+    assert!(
+        m.starts_with("must be a finite number of seconds >= 0"),
+        "{m}"
+    );
+}
+
 /// C9: a document that is valid JSON but not an object says what it is instead; it is not
 /// called invalid JSON.
 #[test]
