@@ -12,6 +12,9 @@
 //!   repeated service or section is still read, so the problems inside it are named too;
 //! - a repeated key that is ignored anyway (`service_name`, or an unknown key) puts no value
 //!   in doubt: it is a warning, said once, and the rest of the override applies;
+//! - a top-level section or setting whose value holds no section has lost its service: an
+//!   error with a fix that is itself valid (`missing.rs`, C2); one whose value holds a
+//!   section is a service so named (C11);
 //! - a service whose override is not an object is ignored (C9);
 //! - unknown keys warn, naming the key and service, with the closest valid key (C10).
 
