@@ -25,9 +25,11 @@ pub enum DiagnosticKind {
     InvalidJson,
     /// A service's override is not a JSON object and was ignored (C9).
     NotAnObject,
-    /// A top-level key is a section or setting name (`retry`, `max_attempts`): the service
-    /// level is missing (C2), and the override was ignored rather than applied to a service
-    /// called `retry`.
+    /// A top-level key is a section or setting name (`retry`, `max_attempts`, in any ASCII
+    /// case, spaces around it ignored) and its value holds no section: the service level is
+    /// missing (C2), and the override was ignored rather than applied to a service called
+    /// `retry`. A value that holds a section (`{"retry": {"retry": {…}}}`) is a service so
+    /// named, and applies (C11).
     MissingService,
 }
 

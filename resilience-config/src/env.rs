@@ -239,24 +239,26 @@ impl Reader<'_> {
                 continue;
             }
             let overrides = GlobalKey::ServiceOverrides.env_var(self.prefix);
-            let hint = if name.contains("HALF_OPEN") {
+            // Only the part after the family counts: a prefix may hold any word
+            // (`COOLDOWN_SVC_RETRY_MAX_ATTEMPS` is a typo of `…_MAX_ATTEMPTS`, not a cooldown).
+            let typed = &name[family.len()..];
+            let hint = if typed.contains("HALF_OPEN") {
                 format!(
                     "; it is set per service in {overrides} (circuit_breaker.half_open_max_successes)"
                 )
-            } else if name.contains("COOLDOWN") {
+            } else if typed.contains("COOLDOWN") {
                 // The cooldown has a global variable (C4), just not under this name.
                 let cooldown = GlobalKey::Cooldown.env_var(self.prefix);
                 format!(
                     "; did you mean {cooldown} (every service)? Per service, set circuit_breaker.cooldown_seconds in {overrides}"
                 )
-            } else if name.ends_with("TOTAL_TIMEOUT") {
+            } else if typed.ends_with("TOTAL_TIMEOUT") {
                 format!(
                     "; the total timeout is set per service in {overrides} (retry.total_timeout)"
                 )
             } else {
-                // Only the part after the family counts: the shared prefix would make any two
-                // names of a family look alike (`…_RETRY_API_TOKEN` is not a typo of `…_JITTER`).
-                let typed = &name[family.len()..];
+                // The shared prefix would make any two names of a family look alike
+                // (`…_RETRY_API_TOKEN` is not a typo of `…_JITTER`).
                 let suffixes: Vec<&str> = known
                     .iter()
                     .filter_map(|k| k.strip_prefix(family.as_str()))

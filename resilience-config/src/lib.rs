@@ -29,6 +29,7 @@ mod entries;
 mod env;
 mod keys;
 mod members;
+mod missing;
 mod overrides;
 mod parse;
 mod plan;

@@ -12,11 +12,15 @@
 //!   repeated service or section is still read, so the problems inside it are named too;
 //! - a repeated key that is ignored anyway (`service_name`, or an unknown key) puts no value
 //!   in doubt: it is a warning, said once, and the rest of the override applies;
+//! - a top-level section or setting whose value holds no section has lost its service: an
+//!   error with a fix that is itself valid (`missing.rs`, C2); one whose value holds a
+//!   section is a service so named (C11);
 //! - a service whose override is not an object is ignored (C9);
 //! - unknown keys warn, naming the key and service, with the closest valid key (C10).
 
 use crate::diagnostics::{shown, Diagnostic, DiagnosticKind, Diagnostics};
 use crate::members::Members;
+use crate::missing::missing_service;
 use crate::parse::{self, Secs};
 use crate::settings::ServiceSettings;
 use crate::source::Source;
@@ -49,7 +53,7 @@ pub const BREAKER_KEYS: [&str; 5] = [
     "enabled",
 ];
 
-const SECTIONS: [&str; 2] = ["retry", "circuit_breaker"];
+pub(crate) const SECTIONS: [&str; 2] = ["retry", "circuit_breaker"];
 /// Ignored wherever it appears in an override (C7).
 const SERVICE_NAME: &str = "service_name";
 
@@ -91,7 +95,7 @@ impl ServiceOverride {
     }
 
     /// Parses and sets one field; `Err` is the message for an invalid value.
-    fn set(&mut self, key: &str, v: &Value) -> Result<(), String> {
+    pub(crate) fn set(&mut self, key: &str, v: &Value) -> Result<(), String> {
         let nn = Secs::NonNegative;
         match key {
             "max_attempts" => self.max_attempts = Some(parse::count_json(v, 1)?),
@@ -167,6 +171,19 @@ pub(crate) fn parse(
                     ),
                 );
             }
+            // A section or setting given twice has lost its service each time (C2): said
+            // once, at the first such member.
+            let missing = missing_service(service, value.get());
+            if missing.is_some() {
+                let first = services
+                    .0
+                    .iter()
+                    .position(|(k, v)| k == service && missing_service(k, v.get()).is_some());
+                if let (Some(message), true) = (missing, first == Some(i)) {
+                    ctx.push(DiagnosticKind::MissingService, segment(service), message);
+                }
+                continue;
+            }
             // Still read, so `check` names every problem in it at once.
             ctx.body(service, value.get(), false);
             continue;
@@ -207,7 +224,7 @@ impl Ctx<'_> {
             );
             return None;
         }
-        if let Some(message) = missing_service(service) {
+        if let Some(message) = missing_service(service, value) {
             self.push(DiagnosticKind::MissingService, svc, message);
             return None;
         }
@@ -414,28 +431,6 @@ impl Ctx<'_> {
             );
         }
     }
-}
-
-/// Why a top-level key that names a section or setting is not a service, with the shape that
-/// was meant (C2); `None` for any other name.
-fn missing_service(key: &str) -> Option<String> {
-    let (section, inner) = if SECTIONS.contains(&key) {
-        (key, r#"{"max_attempts": 5}"#.to_owned())
-    } else if RETRY_KEYS.contains(&key) {
-        ("retry", format!(r#"{{"{key}": …}}"#))
-    } else if BREAKER_KEYS.contains(&key) {
-        ("circuit_breaker", format!(r#"{{"{key}": …}}"#))
-    } else {
-        return None;
-    };
-    let what = if section == key {
-        "a section"
-    } else {
-        "a setting"
-    };
-    Some(format!(
-        r#"`{key}` is {what}, not a service: the service is missing; write {{"plan_service": {{"{section}": {inner}}}}} with your service's name; ignored"#
-    ))
 }
 
 fn did_you_mean(key: &str, options: &[&str]) -> String {

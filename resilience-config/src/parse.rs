@@ -86,6 +86,12 @@ fn check_secs(secs: f64, rule: Secs, shown_value: &str) -> Result<f64, String> {
         // What the policy will hold, not the float: `1e-10` rounds to a zero `Duration`.
         Secs::Positive => duration.as_ref().is_ok_and(|d| *d > Duration::ZERO),
     };
+    if secs.is_finite() && secs > 0.0 && duration.is_err() {
+        // Finite and positive, but past what a `Duration` holds: name that bound.
+        return Err(format!(
+            "must be below 2^64 (about 1.8e19) seconds, the longest a `Duration` holds, got {shown_value}"
+        ));
+    }
     if !in_range || duration.is_err() {
         return Err(format!("{}, got {shown_value}", secs_rule(rule)));
     }

@@ -452,3 +452,36 @@ fn c1_a_rejected_value_says_what_was_expected() {
         }
     }
 }
+
+/// C4, C10: the cooldown and half-open hints read only the name after the prefix: a prefix
+/// that holds `COOLDOWN` or `HALF_OPEN` does not turn every typo in its family into a
+/// cooldown question; the typo gets its own fix.
+#[test]
+fn c4_a_prefix_holding_cooldown_or_half_open_keeps_the_typo_hint() {
+    for (prefix, var, fix) in [
+        (
+            "COOLDOWN_SVC",
+            "COOLDOWN_SVC_RETRY_MAX_ATTEMPS",
+            "; did you mean COOLDOWN_SVC_RETRY_MAX_ATTEMPTS?",
+        ),
+        (
+            "HALF_OPEN_APP",
+            "HALF_OPEN_APP_CB_FAILURE_TRESHOLD",
+            "; did you mean HALF_OPEN_APP_CB_FAILURE_THRESHOLD?",
+        ),
+    ] {
+        let c = Config::with_prefix(prefix, &env(&[(var, "2")]));
+        let d = c.diagnostics();
+        assert_eq!(d.len(), 1, "{var}: {d:?}");
+        assert!(d[0].message().ends_with(fix), "{var}: {}", d[0].message());
+    }
+    // The hints still apply after such a prefix.
+    let c = Config::with_prefix("COOLDOWN_SVC", &env(&[("COOLDOWN_SVC_CB_HALF_OPEN", "2")]));
+    assert!(
+        c.diagnostics()[0]
+            .message()
+            .contains("(circuit_breaker.half_open_max_successes)"),
+        "{:?}",
+        c.diagnostics()
+    );
+}

@@ -3,7 +3,7 @@
 
 mod support;
 
-use resilience_config::DiagnosticKind;
+use resilience_config::{CodeDeclared, DiagnosticKind, Source};
 use support::{capture, config, with_overrides, OVERRIDES};
 use tracing::Level;
 
@@ -86,6 +86,27 @@ fn c8_refused_seconds_name_their_rule() {
     let m = retry_message("total_timeout", "0");
     assert!(
         m.starts_with("must be a finite number of seconds > 0 (at least 1e-9), got `0`"),
+        "{m}"
+    );
+}
+
+/// C8, C1: seconds that are finite and positive but longer than a `Duration` holds are told
+/// the real bound, not called infinite or negative.
+#[test]
+fn c8_seconds_too_long_for_a_duration_name_the_bound() {
+    let bound = "must be below 2^64 (about 1.8e19) seconds, the longest a `Duration` holds, got";
+    for (key, raw) in [("total_timeout", "1e308"), ("base_delay", "1e20")] {
+        let m = retry_message(key, raw);
+        assert!(m.starts_with(bound), "{key}: {m}");
+    }
+    let c = config(&[("CLEVERAGENTS_RETRY_MAX_DELAY", "1e300")]);
+    let m = c.diagnostics()[0].message();
+    assert!(m.starts_with(&format!("{bound} `1e300`")), "{m}");
+    // Still finite-or-not for what is not a number of seconds at all.
+    let c = config(&[("CLEVERAGENTS_RETRY_MAX_DELAY", "inf")]);
+    let m = c.diagnostics()[0].message();
+    assert!(
+        m.starts_with("must be a finite number of seconds >= 0"),
         "{m}"
     );
 }
@@ -209,5 +230,144 @@ fn c7_an_ignored_service_name_is_traced_at_debug_level() {
             "plan_service.retry.service_name"
         ],
         "{events:?}"
+    );
+}
+
+/// The JSON a `MissingService` message offers as the fix: the text after `write `.
+fn offered_fix(message: &str) -> &str {
+    let start = message.find("; write ").expect(message) + "; write ".len();
+    let end = message.find(" with your service's name").expect(message);
+    &message[start..end]
+}
+
+/// The only diagnostic of `json`, which must be a `MissingService` whose offered fix loads
+/// with no diagnostic at all; returns the message and the fix.
+fn missing_service(json: &str) -> (String, String) {
+    let c = with_overrides(json);
+    let d = c.diagnostics();
+    assert_eq!(d.len(), 1, "{json}: {d:?}");
+    assert_eq!(d[0].kind(), DiagnosticKind::MissingService, "{json}: {d:?}");
+    let message = d[0].message().to_owned();
+    let fix = offered_fix(&message).to_owned();
+    let fixed = with_overrides(&fix);
+    assert!(
+        fixed.diagnostics().is_empty(),
+        "{json}: the fix {fix} is refused: {:?}",
+        fixed.diagnostics()
+    );
+    (message, fix)
+}
+
+/// C2: a section or setting without its service is told a fix that is itself valid: the
+/// user's own object when it is small and valid for that section, else a valid example for
+/// that section (a breaker section is not offered a retry key).
+#[test]
+fn c2_a_missing_service_offers_a_valid_fix() {
+    for (json, fix) in [
+        (
+            r#"{"circuit_breaker": {"enabled": false}}"#,
+            r#"{"plan_service": {"circuit_breaker": {"enabled": false}}}"#,
+        ),
+        (
+            r#"{"retry": {"max_attempts":7,"backoff_strategy":"jitter"}}"#,
+            r#"{"plan_service": {"retry": {"max_attempts": 7, "backoff_strategy": "jitter"}}}"#,
+        ),
+        (
+            r#"{"recovery_timeout": 9}"#,
+            r#"{"plan_service": {"circuit_breaker": {"recovery_timeout": 9}}}"#,
+        ),
+        (
+            r#"{"jitter": false}"#,
+            r#"{"plan_service": {"retry": {"jitter": false}}}"#,
+        ),
+    ] {
+        let (m, offered) = missing_service(json);
+        assert_eq!(offered, fix, "{json}: {m}");
+    }
+    // Not the user's object: a key of the other section, an invalid value, a repeated key,
+    // a non-object, a large object. Each still gets a valid fix for its own section.
+    for json in [
+        r#"{"circuit_breaker": {"max_attempts": 5}}"#,
+        r#"{"circuit_breaker": {"failure_threshold": 0}}"#,
+        r#"{"retry": {"max_attempts": 5, "max_attempts": 6}}"#,
+        r#"{"retry": 5}"#,
+        r#"{"retry": {"api_key": "hunter2"}}"#,
+        r#"{"recovery_timeout": -1}"#,
+        r#"{"max_attempts": {"x": 1}}"#,
+        r#"{"backoff_strategy": "sometimes"}"#,
+        r#"{"retry": {"max_attempts": 5, "base_delay": 2.0, "max_delay": 30.0, "jitter": true, "backoff_strategy": "exponential", "total_timeout": 120.0}}"#,
+    ] {
+        let (m, fix) = missing_service(json);
+        assert!(!m.contains("hunter2"), "{m}");
+        let section = if json.contains("circuit_breaker") || json.contains("recovery_timeout") {
+            "circuit_breaker"
+        } else {
+            "retry"
+        };
+        assert!(
+            fix.starts_with(&format!(r#"{{"plan_service": {{"{section}": "#)),
+            "{json}: {m}"
+        );
+    }
+}
+
+/// C2: a section given twice without its service is a missing service too, not a service
+/// called `retry` told to write `retry.retry.max_attempts`.
+#[test]
+fn c2_a_repeated_section_without_its_service_is_a_missing_service() {
+    let c = with_overrides(r#"{"retry": {"max_attempts": 5}, "retry": {"max_attempts": 6}}"#);
+    let d = c.diagnostics();
+    assert!(
+        d.iter()
+            .any(|x| x.kind() == DiagnosticKind::MissingService && x.path() == Some("retry")),
+        "{d:?}"
+    );
+    assert!(
+        d.iter().all(|x| !x.message().contains("retry.retry")),
+        "{d:?}"
+    );
+    assert!(!c.service_names().iter().any(|s| s == "retry"), "{d:?}");
+}
+
+/// C2: a section or setting written in another case or with spaces around it is diagnosed as
+/// the section it reads as, with a valid fix, not as a service told `Retry.retry.max_attempts`.
+#[test]
+fn c2_a_section_in_another_case_or_padded_is_a_missing_service() {
+    for (json, section) in [
+        (r#"{"Retry": {"max_attempts": 5}}"#, "retry"),
+        (r#"{" retry ": {"max_attempts": 5}}"#, "retry"),
+        (
+            r#"{"CIRCUIT_BREAKER": {"enabled": false}}"#,
+            "circuit_breaker",
+        ),
+        (r#"{"Max_Attempts": 5}"#, "retry"),
+        (r#"{"\tenabled": false}"#, "circuit_breaker"),
+    ] {
+        let (m, fix) = missing_service(json);
+        assert!(!m.contains(&format!(".{section}.")), "{json}: {m}");
+        assert!(
+            fix.starts_with(&format!(r#"{{"plan_service": {{"{section}": "#)),
+            "{json}: {m}"
+        );
+    }
+}
+
+/// C11, C2: a service may be named like a section or setting: its override holds sections,
+/// which shows it is a service, and applies to it with no diagnostic.
+#[test]
+fn c11_a_service_named_like_a_section_or_setting_is_a_service() {
+    let c = with_overrides(
+        r#"{"retry": {"retry": {"max_attempts": 4}}, "enabled": {"circuit_breaker": {"enabled": false}}, "Retry": {"retry": {"max_attempts": 6}}}"#,
+    );
+    assert!(c.diagnostics().is_empty(), "{:?}", c.diagnostics());
+    let retry = c.resolve("retry", &CodeDeclared::EMPTY);
+    assert_eq!(retry.max_attempts.value, 4);
+    assert_eq!(retry.max_attempts.source, Source::Json);
+    let enabled = c.resolve("enabled", &CodeDeclared::EMPTY);
+    assert!(!enabled.enabled.value);
+    assert_eq!(enabled.enabled.source, Source::Json);
+    assert_eq!(
+        c.resolve("Retry", &CodeDeclared::EMPTY).max_attempts.value,
+        6
     );
 }

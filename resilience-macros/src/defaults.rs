@@ -13,7 +13,8 @@
 
 use crate::args::{self, sym, RetryArgs};
 use crate::diag::{with_original, Ctxt};
-use crate::validate::{service_name_problem, Checked};
+use crate::service_name::service_name_problem;
+use crate::validate::Checked;
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::quote;
 

@@ -13,6 +13,8 @@ mod diag;
 mod expand;
 mod fresh;
 mod item;
+mod ranges;
+mod service_name;
 mod suggest;
 mod validate;
 mod values;

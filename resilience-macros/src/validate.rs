@@ -4,6 +4,8 @@
 use crate::args::{sym, Defaults, RetryArgs, Secs, Spanned};
 use crate::diag::Ctxt;
 use crate::item::ItemFn;
+use crate::ranges::{attempts_problem, secs_problem};
+use crate::service_name::service_name_problem;
 use proc_macro2::Span;
 use syn::spanned::Spanned as _;
 use syn::visit_mut::VisitMut;
@@ -209,17 +211,17 @@ impl Checked {
             total_timeout: args
                 .total_timeout
                 .as_ref()
-                .and_then(|s| seconds(sym::TOTAL_TIMEOUT, s, false, ctxt)),
+                .and_then(|s| seconds(sym::TOTAL_TIMEOUT, s, ctxt)),
             max_attempts: args.max_attempts.as_ref().and_then(|n| attempts(n, ctxt)),
             backoff: args.backoff.as_ref().and_then(|b| backoff(b, ctxt)),
             base_delay: args
                 .base_delay
                 .as_ref()
-                .and_then(|s| seconds(sym::BASE_DELAY, s, true, ctxt)),
+                .and_then(|s| seconds(sym::BASE_DELAY, s, ctxt)),
             max_delay: args
                 .max_delay
                 .as_ref()
-                .and_then(|s| seconds(sym::MAX_DELAY, s, true, ctxt)),
+                .and_then(|s| seconds(sym::MAX_DELAY, s, ctxt)),
             jitter: args.jitter.as_ref().map(|j| j.value),
         };
         Self {
@@ -294,24 +296,6 @@ fn service(args: &RetryArgs, defaults: Option<&Defaults>, ctxt: &Ctxt) -> Option
     }
 }
 
-/// What is wrong with a `service` name, if anything; `calls` says whose service it is ("this
-/// fn calls"). A padded name is refused rather than trimmed: it would name another service
-/// than the one config and the registry know, and trimming would hide the typo.
-pub(crate) fn service_name_problem(name: &str, calls: &str) -> Option<String> {
-    let trimmed = name.trim();
-    if trimmed.is_empty() {
-        Some(format!(
-            "`service` must not be empty: name the service {calls}, e.g. `service = \"plan_service\"`"
-        ))
-    } else if trimmed != name {
-        Some(format!(
-            "`service` has spaces around its name, which would make it another service than `{trimmed}`: write `service = \"{trimmed}\"`"
-        ))
-    } else {
-        None
-    }
-}
-
 fn operation(args: &RetryArgs, item: &ItemFn, ctxt: &Ctxt) -> LitStr {
     match &args.operation {
         Some(op) => {
@@ -341,67 +325,22 @@ fn crate_path(k: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Path> {
     }
 }
 
-/// Seconds as a message shows them: `1e20`, not twenty digits.
-fn shown_secs(v: f64) -> String {
-    let a = v.abs();
-    if a.is_finite() && (a >= 1e15 || (a > 0.0 && a < 1e-4)) {
-        format!("{v:e}")
-    } else {
-        format!("{v}")
-    }
-}
-
-fn seconds(name: &str, s: &Spanned<Secs>, zero_ok: bool, ctxt: &Ctxt) -> Option<f64> {
-    let v = s.value;
-    let shown = shown_secs(v);
-    let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
-    if !ok {
-        let rule = if zero_ok { ">= 0" } else { "> 0" };
-        ctxt.error(
-            s.span,
-            format!("`{name}` must be a finite number of seconds {rule}, got {shown}"),
-        );
-        return None;
-    }
-    // What the runtime will hold (R7): a value it cannot make a `Duration` of, or a timeout
-    // that rounds to a zero one, would make it drop the whole declared policy at run time.
-    match std::time::Duration::try_from_secs_f64(v) {
-        Err(_) => {
-            ctxt.error(
-                s.span,
-                format!("`{name}` must be a number of seconds a `Duration` can hold (below about 1.8e19), got {shown}"),
-            );
+fn seconds(name: &str, s: &Spanned<Secs>, ctxt: &Ctxt) -> Option<f64> {
+    match secs_problem(name, s.value) {
+        Some(why) => {
+            ctxt.error(s.span, why);
             None
         }
-        Ok(d) if d.is_zero() && !zero_ok => {
-            ctxt.error(
-                s.span,
-                format!("`{name}` must be at least 1e-9 seconds (one nanosecond), got {shown}"),
-            );
-            None
-        }
-        Ok(_) => Some(v),
+        None => Some(s.value),
     }
 }
 
 fn attempts(n: &Spanned<u64>, ctxt: &Ctxt) -> Option<u32> {
-    match u32::try_from(n.value) {
-        Ok(0) => {
-            ctxt.error(
-                n.span,
-                "`max_attempts = 0` would never run the operation: the count includes the first attempt, so use 1 or more (or remove `idempotent` to run it exactly once)",
-            );
-            None
-        }
-        Ok(v) => Some(v),
-        Err(_) => {
-            ctxt.error(
-                n.span,
-                format!("`max_attempts` must fit in a u32, got {}", n.value),
-            );
-            None
-        }
+    if let Some(why) = attempts_problem(n.value) {
+        ctxt.error(n.span, why);
+        return None;
     }
+    u32::try_from(n.value).ok()
 }
 
 fn backoff(b: &Spanned<LitStr>, ctxt: &Ctxt) -> Option<Backoff> {

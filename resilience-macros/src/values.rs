@@ -3,6 +3,7 @@
 
 use crate::args::{sym, Secs, Spanned};
 use crate::diag::Ctxt;
+use crate::ranges::{attempts_problem, secs_problem};
 use proc_macro2::Span;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
 
@@ -253,9 +254,11 @@ fn unit_suffix(expr: &Expr, allowed: usize) -> Option<(String, String)> {
         .then(|| (digits.to_owned(), suffix.to_owned()))
 }
 
-/// Reports a number whose type suffix cannot hold it (`300u8`, `-1u32`, `1e40f32`): rustc
-/// would refuse that literal in code, so it must not be read here as if the suffix were not
-/// there. `true` when reported.
+/// Reports a number whose type suffix cannot hold it (`300u8`, `-1u32`, `1e40f32`), or a float
+/// with an integer suffix (`1e3u32`): rustc would refuse that literal in code, so it must not
+/// be read here as if the suffix were not there. The literal is named as written; the bare
+/// number is offered only when the argument accepts it, else the argument's own rule is said.
+/// `true` when reported.
 fn misfit(ctxt: &Ctxt, name: &str, expr: &Expr) -> bool {
     let (negative, lit) = match peel(expr) {
         Expr::Unary(ExprUnary {
@@ -265,23 +268,23 @@ fn misfit(ctxt: &Ctxt, name: &str, expr: &Expr) -> bool {
         }) => (true, peel(inner)),
         other => (false, other),
     };
-    let (digits, suffix) = match lit {
+    let (digits, suffix, float, written) = match lit {
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        }) => (i.base10_digits(), i.suffix()),
+        }) => (i.base10_digits(), i.suffix(), false, i.to_string()),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
-        }) => (f.base10_digits(), f.suffix()),
+        }) => (f.base10_digits(), f.suffix(), true, f.to_string()),
         _ => return false,
     };
-    let value = if negative {
-        format!("-{digits}")
+    let (value, written) = if negative {
+        (format!("-{digits}"), format!("-{written}"))
     } else {
-        digits.to_owned()
+        (digits.to_owned(), written)
     };
-    // syn reads `-1u32` as one literal when it stands alone.
-    let negative = value.starts_with('-');
+    let integer_suffix = NUMBER_SUFFIXES[..INT_SUFFIXES].contains(&suffix);
     let fits = match suffix {
+        _ if float && integer_suffix => false,
         "u8" => value.parse::<u8>().is_ok(),
         "u16" => value.parse::<u16>().is_ok(),
         "u32" => value.parse::<u32>().is_ok(),
@@ -297,19 +300,55 @@ fn misfit(ctxt: &Ctxt, name: &str, expr: &Expr) -> bool {
         // No suffix, or a unit (reported by `unit_suffix`).
         _ => return false,
     };
-    if !fits {
-        // A negative number is refused by the argument's own rule once the suffix is gone.
-        let example = if negative {
-            String::new()
-        } else {
-            format!(", e.g. `{name} = {value}`")
-        };
-        ctxt.error(
-            span_of(lit),
-            format!("`{value}{suffix}` does not fit in a `{suffix}`: write the number without a type suffix{example}"),
-        );
+    if fits {
+        return false;
     }
-    !fits
+    let what = if float && integer_suffix {
+        format!(
+            "`{written}` is a float literal with the integer suffix `{suffix}`, which Rust refuses"
+        )
+    } else {
+        format!("`{written}` does not fit in a `{suffix}`")
+    };
+    let message = match bare_problem(name, &value, float) {
+        None => {
+            let bare = written.strip_suffix(suffix).unwrap_or(&value);
+            let remove = if float && integer_suffix {
+                "it"
+            } else {
+                "a type suffix"
+            };
+            format!("{what}: write the number without {remove}, e.g. `{name} = {bare}`")
+        }
+        Some(why) => format!("{what}, and {why}"),
+    };
+    ctxt.error(span_of(lit), message);
+    true
+}
+
+/// What the argument `name` would say of the number `value` written without its suffix, if it
+/// refuses it; `float`: whether it is written as a float.
+fn bare_problem(name: &str, value: &str, float: bool) -> Option<String> {
+    if name == sym::MAX_ATTEMPTS {
+        if float {
+            return Some(format!(
+                "`{name}` takes a whole number literal, e.g. `{name} = 3`"
+            ));
+        }
+        return match value.parse::<u64>() {
+            Ok(n) => attempts_problem(n),
+            Err(_) if value.starts_with('-') => {
+                Some(format!("`{name}` must be a whole number >= 1, got {value}"))
+            }
+            Err(_) => Some(format!("`{name}` must fit in a u32, got {value}")),
+        };
+    }
+    match value.parse::<f64>() {
+        Ok(v) => secs_problem(name, v),
+        Err(_) => Some(format!(
+            "`{name}` takes seconds as a number literal, e.g. `{name} = 30`"
+        )),
+    }
 }
 
 /// `digits` in seconds, when `unit` is a time unit someone may have meant.
@@ -338,4 +377,101 @@ fn peel(expr: &Expr) -> &Expr {
 
 fn span_of(expr: &Expr) -> Span {
     syn::spanned::Spanned::span(expr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every error typing `value` as the argument `name`.
+    fn errors(name: &str, value: &str) -> Vec<String> {
+        let ctxt = Ctxt::new();
+        let expr: Expr = syn::parse_str(value).expect(value);
+        let key = Span::call_site();
+        if name == sym::MAX_ATTEMPTS {
+            let _ = count(&ctxt, name, key, Some(expr));
+        } else {
+            let _ = secs(&ctxt, name, key, Some(expr));
+        }
+        match ctxt.check() {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    fn only_error(name: &str, value: &str) -> String {
+        let e = errors(name, value);
+        assert_eq!(e.len(), 1, "{name} = {value}: {e:?}");
+        e[0].clone()
+    }
+
+    /// M3: a number its suffix cannot hold is named as written, and the bare number is
+    /// offered only when the argument would accept it.
+    #[test]
+    fn m3_a_misfit_suffix_offers_only_a_bare_number_that_is_accepted() {
+        for (name, value, message) in [
+            (
+                sym::MAX_ATTEMPTS,
+                "300u8",
+                "`300u8` does not fit in a `u8`: write the number without a type suffix, e.g. `max_attempts = 300`",
+            ),
+            (
+                sym::MAX_ATTEMPTS,
+                "0x100u8",
+                "`0x100u8` does not fit in a `u8`: write the number without a type suffix, e.g. `max_attempts = 0x100`",
+            ),
+            (
+                sym::MAX_DELAY,
+                "1e40f32",
+                "`1e40f32` does not fit in a `f32`, and `max_delay` must be a number of seconds a `Duration` can hold (below about 1.8e19), got 1e40",
+            ),
+            (
+                sym::TOTAL_TIMEOUT,
+                "1e309f64",
+                "`1e309f64` does not fit in a `f64`, and `total_timeout` must be a finite number of seconds > 0, got inf",
+            ),
+            (
+                sym::MAX_ATTEMPTS,
+                "99999999999999999999u64",
+                "`99999999999999999999u64` does not fit in a `u64`, and `max_attempts` must fit in a u32, got 99999999999999999999",
+            ),
+            (
+                sym::BASE_DELAY,
+                "-1u32",
+                "`-1u32` does not fit in a `u32`, and `base_delay` must be a finite number of seconds >= 0, got -1",
+            ),
+            (
+                sym::MAX_ATTEMPTS,
+                "-1u32",
+                "`-1u32` does not fit in a `u32`, and `max_attempts` must be a whole number >= 1, got -1",
+            ),
+            (
+                sym::MAX_ATTEMPTS,
+                "-0x1u32",
+                "`-0x1u32` does not fit in a `u32`, and `max_attempts` must be a whole number >= 1, got -1",
+            ),
+        ] {
+            assert_eq!(only_error(name, value), message, "{name} = {value}");
+        }
+        // Where the bare number is accepted, it is offered as written.
+        let m = only_error(sym::TOTAL_TIMEOUT, "1_000_000_000_000u32");
+        assert!(
+            m.ends_with("e.g. `total_timeout = 1_000_000_000_000`"),
+            "{m}"
+        );
+    }
+
+    /// M3: a float literal with an integer suffix (`1e3u32`) is not a number too large for
+    /// its suffix: Rust refuses that suffix on a float at all.
+    #[test]
+    fn m3_a_float_with_an_integer_suffix_is_its_own_error() {
+        assert_eq!(
+            only_error(sym::BASE_DELAY, "1e3u32"),
+            "`1e3u32` is a float literal with the integer suffix `u32`, which Rust refuses: write the number without it, e.g. `base_delay = 1e3`"
+        );
+        assert_eq!(
+            only_error(sym::MAX_ATTEMPTS, "2.0u8"),
+            "`2.0u8` is a float literal with the integer suffix `u8`, which Rust refuses, and `max_attempts` takes a whole number literal, e.g. `max_attempts = 3`"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-// M3: a service name with spaces around it would name another service than the one config
+// M3: a service name with whitespace around it would name another service than the one config
 // and the registry know; it is refused with the trimmed name to write.
 #[derive(Debug)]
 pub struct ApiError;
@@ -19,6 +19,13 @@ fn get_plan(id: u64) -> Result<u64, ApiError> {
     Ok(id)
 }
 
+// Tabs and newlines too; the name offered is a valid, escaped string literal.
+#[resilience::retry_service_operation(service = "\tplan\"x\n", idempotent)]
+//~^ ERROR write `service = "plan\"x"`
+fn get_quoted(id: u64) -> Result<u64, ApiError> {
+    Ok(id)
+}
+
 #[resilience::service_defaults(service = " audit_service")]
 //~^ ERROR write `service = "audit_service"`
 mod audit {
@@ -30,5 +37,6 @@ mod audit {
 
 fn main() {
     let _ = get_plan(1);
+    let _ = get_quoted(1);
     let _ = audit::record(1);
 }

@@ -1,0 +1,134 @@
+//! A top-level override key that is a section or setting, not a service (C2): the service
+//! level is missing. The message offers a fix that is itself valid: the user's own object
+//! when it is small and valid for that section, else a valid example for it.
+//!
+//! A service may be named like a section or setting (C11): a body holding a `retry` or
+//! `circuit_breaker` section shows a service, and is read as one. The name is matched
+//! ignoring ASCII case and surrounding whitespace (`"Retry"`, `" retry "`), so such a key is
+//! not told to write `Retry.retry.max_attempts`.
+
+use crate::members::Members;
+use crate::overrides::{ServiceOverride, BREAKER_KEYS, RETRY_KEYS, SECTIONS};
+use serde_json::Value;
+
+/// The longest of the user's own objects echoed back in a fix, in characters.
+const ECHO_MAX: usize = 60;
+
+/// Why the top-level `key`, with the raw JSON `value`, is not a service, with the shape that
+/// was meant (C2); `None` for a service.
+pub(crate) fn missing_service(key: &str, value: &str) -> Option<String> {
+    let name = key.trim().to_ascii_lowercase();
+    let (section, setting) = if let Some(s) = SECTIONS.iter().find(|s| **s == name) {
+        (*s, None)
+    } else if let Some(k) = RETRY_KEYS.iter().find(|k| **k == name) {
+        ("retry", Some(*k))
+    } else if let Some(k) = BREAKER_KEYS.iter().find(|k| **k == name) {
+        ("circuit_breaker", Some(*k))
+    } else {
+        return None;
+    };
+    if holds_a_section(value) {
+        return None;
+    }
+    let inner = match setting {
+        None => own_section(value, section).unwrap_or_else(|| example_section(section)),
+        Some(k) => {
+            own_setting(k, value).unwrap_or_else(|| format!(r#"{{"{k}": {}}}"#, example_value(k)))
+        }
+    };
+    let what = match setting {
+        None => "a section",
+        Some(_) => "a setting",
+    };
+    let written = if name == key {
+        format!("`{key}` is {what}")
+    } else {
+        // As JSON, so spaces and tabs around it show.
+        let quoted = serde_json::to_string(key).unwrap_or_default();
+        let quoted = resilience_core::sanitize(&quoted);
+        format!("{quoted} reads as {what} (`{name}`)")
+    };
+    Some(format!(
+        r#"{written}, not a service: the service is missing; write {{"plan_service": {{"{section}": {inner}}}}} with your service's name; ignored"#
+    ))
+}
+
+/// Whether `value` is an object holding a section: a service's override (C11).
+fn holds_a_section(value: &str) -> bool {
+    Members::parse(value).is_ok_and(|m| m.0.iter().any(|(k, _)| SECTIONS.contains(&k.as_str())))
+}
+
+/// The user's section object as a valid one, if it is: non-empty, small, each key a setting
+/// of `section` given once with a valid value.
+fn own_section(value: &str, section: &str) -> Option<String> {
+    let keys: &[&str] = if section == "retry" {
+        &RETRY_KEYS
+    } else {
+        &BREAKER_KEYS
+    };
+    let members = Members::parse(value).ok()?;
+    if members.0.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for (key, v) in &members.0 {
+        if !keys.contains(&key.as_str()) || members.count(key) > 1 {
+            return None;
+        }
+        parts.push(valid_member(key, v.get())?);
+    }
+    let echoed = format!("{{{}}}", parts.join(", "));
+    (echoed.chars().count() <= ECHO_MAX).then_some(echoed)
+}
+
+/// The user's value for `key` as a valid section object, if it is valid.
+fn own_setting(key: &str, value: &str) -> Option<String> {
+    Some(format!("{{{}}}", valid_member(key, value)?))
+}
+
+/// `"key": value`, re-written, when `value` is valid for the setting `key`.
+fn valid_member(key: &str, value: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(value).ok()?;
+    ServiceOverride::default().set(key, &v).ok()?;
+    Some(format!(r#""{key}": {v}"#))
+}
+
+fn example_section(section: &str) -> String {
+    let key = if section == "retry" {
+        "max_attempts"
+    } else {
+        "failure_threshold"
+    };
+    format!(r#"{{"{key}": {}}}"#, example_value(key))
+}
+
+/// A valid value for each setting, for a fix the user's own value cannot give.
+fn example_value(key: &str) -> &'static str {
+    match key {
+        "max_attempts" => "5",
+        "base_delay" => "2.0",
+        "max_delay" => "30.0",
+        "backoff_strategy" => r#""jitter""#,
+        "total_timeout" => "120.0",
+        "failure_threshold" => "3",
+        "recovery_timeout" | "cooldown_seconds" => "30.0",
+        "half_open_max_successes" => "2",
+        "jitter" | "enabled" => "false",
+        // retry_on_idempotent_only
+        _ => "true",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C2: every setting's example value is valid for it.
+    #[test]
+    fn c2_example_values_are_valid() {
+        for key in RETRY_KEYS.iter().chain(&BREAKER_KEYS) {
+            let v: Value = serde_json::from_str(example_value(key)).unwrap();
+            assert!(ServiceOverride::default().set(key, &v).is_ok(), "{key}");
+        }
+    }
+}
