@@ -71,6 +71,7 @@ fn run(test: &'static str, scenario: Scenario) -> Option<resilience_emulator::sq
         processes: 3,
         redis_url,
         prefix: multi::unique_prefix(),
+        shared_pacing: false,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
