@@ -296,7 +296,9 @@ async fn worker() -> Result<(), RunError> {
     let shared_pacing = match var("SQUAD_SHARED_PACING")?.as_str() {
         "0" => false,
         "1" => true,
-        other => return Err(format!("worker: SQUAD_SHARED_PACING={other}, expected 0 or 1").into()),
+        other => {
+            return Err(format!("worker: SQUAD_SHARED_PACING={other}, expected 0 or 1").into())
+        }
     };
     let config = worker_config(&whole, &part, shared_pacing)?;
     let anchored = AnchoredClock::new(start, speedup);
@@ -397,7 +399,11 @@ fn worker_config(
     if shared_pacing {
         Ok(ResourceConfig::github())
     } else {
-        Ok(split::config_for_part(whole, part, ResourceConfig::github())?)
+        Ok(split::config_for_part(
+            whole,
+            part,
+            ResourceConfig::github(),
+        )?)
     }
 }
 
