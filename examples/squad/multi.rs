@@ -390,7 +390,8 @@ async fn worker() -> Result<(), RunError> {
 /// short) and keep one process from asking Redis for what the rules cannot give. With none,
 /// every agent would ask Redis at once, and a rule's freed unit would go to whichever
 /// sleeper asks first, whatever its priority. A part would pace each process to a third of
-/// the limits, and the shared rules would never bind.
+/// the limits, and the shared rules would never bind. (On the incident, whole and none both
+/// met the targets, within run-to-run noise: its governed side seldom meets a rule.)
 fn worker_config(
     whole: &squad::Workload,
     part: &squad::Workload,
