@@ -11,11 +11,16 @@
 //! cargo run --release --example squad -- --virtual-time --scenario outage
 //! cargo run --release --example squad -- --virtual-time --json
 //! cargo run --release --example squad -- --backend redis --processes 3   # G7, see below
+//! cargo run --release --example squad -- --backend redis --processes 3 --shared-pacing
 //! ```
 //!
 //! `--backend redis` runs the governed side as `--processes` OS processes that share one
 //! quota through Redis (`--redis-url`, or a throwaway `redis-server` started here), against
-//! one emulator on scaled real time (`multi.rs`); the naive side runs as usual.
+//! one emulator on scaled real time (`multi.rs`); the naive side runs as usual. Each
+//! worker's governor then paces to its share of GitHub's secondary limits; with
+//! `--shared-pacing`, Redis judges the whole limits for every worker together
+//! (`QuotaSpec::shared_pacing`, times divided by `--speedup`), and each worker's governor
+//! keeps the whole rules to order its own agents.
 //!
 //! The emulator, the workload, both schedulers, the metrics and the lower bound live in
 //! `resilience_emulator::squad`; this file only parses flags and prints.
@@ -66,6 +71,11 @@ struct Args {
     /// With `--backend redis`: how many worker processes split the 9 agents.
     #[arg(long, default_value_t = 3)]
     processes: usize,
+    /// With `--backend redis`: Redis paces the whole secondary limits (points and
+    /// creations per minute, concurrency) for every process together, instead of each
+    /// process's governor pacing to its share of them.
+    #[arg(long)]
+    shared_pacing: bool,
     /// The emulator restarts a secondary-limit penalty on every request made during it, an
     /// assumption (GitHub warns that requests made while limited may get an integration
     /// banned, but does not say this). Turn it off to see how much of the naive side's
@@ -110,6 +120,9 @@ fn run(args: &Args) -> Result<(), RunError> {
     let redis = args.backend == Backend::Redis;
     if redis && args.virtual_time {
         return Err("--backend redis runs real processes: it cannot use --virtual-time".into());
+    }
+    if args.shared_pacing && !redis {
+        return Err("--shared-pacing shares the pacing through Redis: add --backend redis".into());
     }
     let (naive, governed) = if args.virtual_time {
         let naive = squad::run_virtual(&workload, &limits, args.seed, |env| {
@@ -171,8 +184,14 @@ fn run(args: &Args) -> Result<(), RunError> {
             "virtual time".to_owned()
         } else if redis {
             format!(
-                "loopback HTTP, real time x{}; governed: {} processes sharing the quota in Redis",
-                args.speedup, args.processes
+                "loopback HTTP, real time x{}; governed: {} processes sharing the quota{} in Redis",
+                args.speedup,
+                args.processes,
+                if args.shared_pacing {
+                    " and the pacing rules"
+                } else {
+                    ""
+                }
             )
         } else {
             format!("loopback HTTP, real time x{}", args.speedup)
@@ -210,6 +229,7 @@ async fn governed_processes(
         processes: args.processes,
         redis_url,
         prefix: multi::unique_prefix(),
+        shared_pacing: args.shared_pacing,
     };
     let exe = std::env::current_exe()?;
     multi::run_governed(

@@ -8,13 +8,20 @@
 //! worker prints its agents' records as `SQUAD ...` lines; the parent merges them with the
 //! emulator's log and measures the run with the in-process demo's code.
 //!
+//! With [`Job::shared_pacing`], the secondary limits are not split: every worker gives Redis
+//! GitHub's whole G8 rules ([`QuotaSpec::shared_pacing`]), their times divided by the speedup
+//! (Redis counts real time), and its own governor keeps the same whole rules on the emulated
+//! clock (see [`worker_config`]).
+//!
 //! Shared by the example (`examples/squad/main.rs`) and `tests/squad_redis.rs`.
 
 #![allow(dead_code)] // each includer uses a different part
 
 use resilience_core::clock::Clock;
 use resilience_core::governor::ResourceId;
-use resilience_core::governor::{AgentId, Governor, Observation, ResetAt, ResourceConfig};
+use resilience_core::governor::{
+    AgentId, Governor, Observation, Pacing, ResetAt, ResourceConfig, SpacingRule, WindowRule,
+};
 use resilience_core::sleep::AsyncSleeper;
 use resilience_emulator::server::EmulatorServer;
 use resilience_emulator::squad::{
@@ -55,6 +62,9 @@ pub struct Job {
     pub redis_url: String,
     /// Key prefix in Redis (unique per run, so runs never share a window).
     pub prefix: String,
+    /// Share GitHub's whole G8 rules through Redis ([`QuotaSpec::shared_pacing`]) instead
+    /// of giving each worker's governor its part of them.
+    pub shared_pacing: bool,
 }
 
 impl Job {
@@ -68,6 +78,10 @@ impl Job {
             ("SQUAD_EMULATOR_URL", emulator_url.to_owned()),
             ("SQUAD_REDIS_URL", self.redis_url.clone()),
             ("SQUAD_PREFIX", self.prefix.clone()),
+            (
+                "SQUAD_SHARED_PACING",
+                u8::from(self.shared_pacing).to_string(),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -279,7 +293,14 @@ async fn worker() -> Result<(), RunError> {
     let whole = scenario.workload(seed);
     let limits = Limits::github();
     let part = split::part(&whole, k, n).ok_or_else(|| format!("worker {k} of {n}"))?;
-    let config = split::config_for_part(&whole, &part, ResourceConfig::github())?;
+    let shared_pacing = match var("SQUAD_SHARED_PACING")?.as_str() {
+        "0" => false,
+        "1" => true,
+        other => {
+            return Err(format!("worker: SQUAD_SHARED_PACING={other}, expected 0 or 1").into())
+        }
+    };
+    let config = worker_config(&whole, &part, shared_pacing)?;
     let anchored = AnchoredClock::new(start, speedup);
     let clock: Arc<dyn Clock> = Arc::new(anchored);
     let sleeper: Arc<dyn AsyncSleeper> = Arc::new(ScaledSleeper::new(speedup));
@@ -302,12 +323,11 @@ async fn worker() -> Result<(), RunError> {
     )
     .await?;
     let hour = Duration::from_secs(3_600).div_f64(speedup);
-    let quota = redis
-        .resource(
-            "core",
-            QuotaSpec::new(u64::from(limits.primary_limit), hour),
-        )
-        .await?;
+    let mut spec = QuotaSpec::new(u64::from(limits.primary_limit), hour);
+    if shared_pacing {
+        spec = spec.shared_pacing(real_time_pacing(&ResourceConfig::github().pacing, speedup));
+    }
+    let quota = redis.resource("core", spec).await?;
     let scheduler = Arc::new(RedisGoverned {
         // One governor per worker process, alive for all of it: leaking it gives the
         // permits the `'static` lifetime a scheduler's permit needs.
@@ -361,6 +381,76 @@ async fn worker() -> Result<(), RunError> {
     out.flush()?;
     drop(redis);
     Ok(())
+}
+
+/// The worker's own governor: its part of GitHub's rules, or with shared pacing the whole
+/// rules. Whole, not none: Redis then judges the sum of every process's grants, and the
+/// local rules order this process's agents by priority before they reach it (a waiter on
+/// a rule holds back lower priorities, smoothing keeps a P0 call's wait for the next unit
+/// short) and keep one process from asking Redis for what the rules cannot give. With none,
+/// every agent would ask Redis at once, and a rule's freed unit would go to whichever
+/// sleeper asks first, whatever its priority. A part would pace each process to a third of
+/// the limits, and the shared rules would never bind. (On the incident, whole and none both
+/// met the targets, within run-to-run noise: its governed side seldom meets a rule.)
+fn worker_config(
+    whole: &squad::Workload,
+    part: &squad::Workload,
+    shared_pacing: bool,
+) -> Result<ResourceConfig, RunError> {
+    if shared_pacing {
+        Ok(ResourceConfig::github())
+    } else {
+        Ok(split::config_for_part(
+            whole,
+            part,
+            ResourceConfig::github(),
+        )?)
+    }
+}
+
+/// `pacing` with every time in it divided by `speedup`: the shared rules are counted on the
+/// Redis server's clock (real time), the emulator's limits on its clock, `speedup` times
+/// faster.
+pub fn real_time_pacing(pacing: &Pacing, speedup: f64) -> Pacing {
+    let s = |d: &mut Duration| *d = d.div_f64(speedup);
+    let mut p = pacing.clone();
+    // Destructured so that a new time in the rules cannot be left unscaled unnoticed.
+    let Pacing {
+        even_spend: _,
+        even_spend_burst: _,
+        max_concurrent: _,
+        windows,
+        spacings,
+        poll_interval,
+        unrelated_hold,
+    } = &mut p;
+    for w in windows {
+        let WindowRule {
+            name: _,
+            selector: _,
+            measure: _,
+            limit: _,
+            window,
+            margin,
+            smooth_burst: _,
+            p0_headroom: _,
+            per_endpoint: _,
+        } = w;
+        s(window);
+        s(margin);
+    }
+    for sp in spacings {
+        let SpacingRule {
+            name: _,
+            selector: _,
+            gap,
+        } = sp;
+        s(gap);
+    }
+    s(poll_interval);
+    *poll_interval = (*poll_interval).max(Duration::from_millis(1));
+    s(unrelated_hold);
+    p
 }
 
 /// The shared quota's waits are on the Redis server's clock (real time): scale them so that
