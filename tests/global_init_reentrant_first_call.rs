@@ -8,28 +8,12 @@
 //! guarded call of the process must be the shipping one. A hang is caught by a timeout on a
 //! channel, far above the microseconds each call takes.
 
+mod shipping_support;
+
 use resilience::__private::{CallSite, CodeDeclared};
-use resilience::{retry_service_operation, ResilienceError};
-use std::cell::Cell;
+use resilience::retry_service_operation;
+use shipping_support::{returns, AlertError, Shipper};
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::mpsc;
-use std::time::Duration;
-use tracing::{span, Event, Metadata, Subscriber};
-
-#[derive(Debug)]
-struct AlertError;
-
-impl From<ResilienceError> for AlertError {
-    fn from(_: ResilienceError) -> Self {
-        AlertError
-    }
-}
-
-impl std::fmt::Display for AlertError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("alert not sent")
-    }
-}
 
 static ALERTS: AtomicU32 = AtomicU32::new(0);
 
@@ -60,56 +44,23 @@ fn page() {
 /// Which fn the subscriber ships through: 0 `send_alert`, 1 `page`.
 static SHIP_THROUGH: AtomicU8 = AtomicU8::new(0);
 
-thread_local! {
-    /// Set while an event is being shipped, so the shipping call's own events are not.
-    static SHIPPING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Ships every event of the crate's config targets through a guarded call.
-struct Shipper;
-
-impl Subscriber for Shipper {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-        span::Id::from_u64(1)
-    }
-    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let target = event.metadata().target();
-        let config = target == "resilience_config" || target == "resilience::config";
-        if config && !SHIPPING.with(|s| s.replace(true)) {
-            match SHIP_THROUGH.load(Ordering::SeqCst) {
-                0 => {
-                    let _ = send_alert();
-                }
-                _ => page(),
-            }
-            SHIPPING.with(|s| s.set(false));
+fn ship() {
+    match SHIP_THROUGH.load(Ordering::SeqCst) {
+        0 => {
+            let _ = send_alert();
         }
+        _ => page(),
     }
-    fn enter(&self, _: &span::Id) {}
-    fn exit(&self, _: &span::Id) {}
-}
-
-/// Runs `call` on its own thread; panics with `what` if it does not return within 60 s.
-fn returns<T: Send + 'static>(what: &str, call: fn() -> T) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(call());
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| {
-            panic!("{what} did not return within 60 s: its call site's initialiser was re-entered")
-        })
 }
 
 #[test]
 fn c8_a_shipping_call_that_is_the_first_use_of_its_site_does_not_hang() {
     std::env::set_var("CLEVERAGENTS_RETRY_MAX_ATTEMPTS", "three");
-    tracing::subscriber::set_global_default(Shipper).expect("the only subscriber");
+    let shipper = Shipper {
+        targets: &["resilience_config", "resilience::config"],
+        ship,
+    };
+    tracing::subscriber::set_global_default(shipper).expect("the only subscriber");
 
     // The runtime's first load logs the bad env value, from inside `send_alert`'s first use.
     let sent = returns("the first guarded call (itself the shipping one)", || {
