@@ -30,11 +30,23 @@ pub(crate) fn missing_service(key: &str, value: &str) -> Option<String> {
     if holds_a_section(value) {
         return None;
     }
-    let inner = match setting {
-        None => own_section(value, section).unwrap_or_else(|| example_section(section)),
-        Some(k) => {
-            own_setting(k, value).unwrap_or_else(|| format!(r#"{{"{k}": {}}}"#, example_value(k)))
-        }
+    let mut moved = "";
+    let (section, inner) = match setting {
+        None => match own_section(value, section) {
+            Some(own) => (section, own),
+            // Settings of the other section under this one: the fix moves them there.
+            None => match own_section(value, other_section(section)) {
+                Some(own) => {
+                    moved = ", and its settings belong to the other section";
+                    (other_section(section), own)
+                }
+                None => (section, example_section(section)),
+            },
+        },
+        Some(k) => (
+            section,
+            own_setting(k, value).unwrap_or_else(|| format!(r#"{{"{k}": {}}}"#, example_value(k))),
+        ),
     };
     let what = match setting {
         None => "a section",
@@ -49,8 +61,17 @@ pub(crate) fn missing_service(key: &str, value: &str) -> Option<String> {
         format!("{quoted} reads as {what} (`{name}`)")
     };
     Some(format!(
-        r#"{written}, not a service: the service is missing; write {{"plan_service": {{"{section}": {inner}}}}} with your service's name; ignored"#
+        r#"{written}, not a service: the service is missing{moved}; write {{"plan_service": {{"{section}": {inner}}}}} with your service's name; ignored"#
     ))
+}
+
+/// `retry` for `circuit_breaker`, and the other way round.
+fn other_section(section: &str) -> &'static str {
+    if section == "retry" {
+        "circuit_breaker"
+    } else {
+        "retry"
+    }
 }
 
 /// Whether `value` is an object holding a section: a service's override (C11).

@@ -259,8 +259,9 @@ fn missing_service(json: &str) -> (String, String) {
 }
 
 /// C2: a section or setting without its service is told a fix that is itself valid: the
-/// user's own object when it is small and valid for that section, else a valid example for
-/// that section (a breaker section is not offered a retry key).
+/// user's own object when it is small and valid for that section (or for the other one,
+/// where its settings belong), else a valid example for that section (a breaker section is
+/// not offered a retry key).
 #[test]
 fn c2_a_missing_service_offers_a_valid_fix() {
     for (json, fix) in [
@@ -280,14 +281,27 @@ fn c2_a_missing_service_offers_a_valid_fix() {
             r#"{"jitter": false}"#,
             r#"{"plan_service": {"retry": {"jitter": false}}}"#,
         ),
+        // Settings of the other section: the fix moves them where they belong.
+        (
+            r#"{"circuit_breaker": {"max_attempts": 5}}"#,
+            r#"{"plan_service": {"retry": {"max_attempts": 5}}}"#,
+        ),
+        (
+            r#"{"retry": {"failure_threshold": 4}}"#,
+            r#"{"plan_service": {"circuit_breaker": {"failure_threshold": 4}}}"#,
+        ),
     ] {
         let (m, offered) = missing_service(json);
         assert_eq!(offered, fix, "{json}: {m}");
     }
+    let (m, _) = missing_service(r#"{"circuit_breaker": {"max_attempts": 5}}"#);
+    assert!(
+        m.contains("its settings belong to the other section"),
+        "{m}"
+    );
     // Not the user's object: a key of the other section, an invalid value, a repeated key,
     // a non-object, a large object. Each still gets a valid fix for its own section.
     for json in [
-        r#"{"circuit_breaker": {"max_attempts": 5}}"#,
         r#"{"circuit_breaker": {"failure_threshold": 0}}"#,
         r#"{"retry": {"max_attempts": 5, "max_attempts": 6}}"#,
         r#"{"retry": 5}"#,
