@@ -1,6 +1,7 @@
 //! A top-level override key that is a section or setting, not a service (C2): the service
 //! level is missing. The message offers a fix that is itself valid: the user's own object
-//! when it is small and valid for that section, else a valid example for it.
+//! when it is small and valid for that section (or for the other section, where its settings
+//! then belong), else a valid example for it.
 //!
 //! A service may be named like a section or setting (C11): a body holding a `retry` or
 //! `circuit_breaker` section shows a service, and is read as one. The name is matched
