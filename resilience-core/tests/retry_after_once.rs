@@ -67,6 +67,22 @@ fn harness_with_sink(attempts: u32, sink: &Arc<NumberingSink>) -> Harness {
     })
 }
 
+/// A task spawned with `propagate` (at the current depth and attempt) whose guarded call of
+/// `operation` on `h` gets a 429.
+fn spawn_429(
+    h: Arc<Harness>,
+    operation: &'static str,
+) -> tokio::task::JoinHandle<Result<(), TestError>> {
+    tokio::spawn(resilience_core::retry::nesting::propagate(async move {
+        h.guard
+            .call(operation)
+            .idempotent()
+            .classify(limited)
+            .run_async(|| async { Err::<(), _>(op_err("429")) })
+            .await
+    }))
+}
+
 /// Polls to the end; these futures never wait on anything but the manual sleeper.
 fn settle<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
@@ -410,18 +426,7 @@ fn r12_a_429_in_a_task_spawned_with_propagate_is_told_once() {
             .classify(limited)
             .run_async(|| {
                 let h = h.clone();
-                async move {
-                    tokio::spawn(resilience_core::retry::nesting::propagate(async move {
-                        h.guard
-                            .call("inner")
-                            .idempotent()
-                            .classify(limited)
-                            .run_async(|| async { Err::<(), _>(op_err("429")) })
-                            .await
-                    }))
-                    .await
-                    .unwrap()
-                }
+                async move { spawn_429(h, "inner").await.unwrap() }
             }),
     );
     assert_eq!(out, Err(op_err("429")));
@@ -605,18 +610,7 @@ fn r12_a_report_from_an_earlier_attempts_task_is_not_reused() {
                 async move {
                     match nth {
                         1 => {
-                            let inner = h.clone();
-                            drop(tokio::spawn(resilience_core::retry::nesting::propagate(
-                                async move {
-                                    inner
-                                        .guard
-                                        .call("background")
-                                        .idempotent()
-                                        .classify(limited)
-                                        .run_async(|| async { Err::<(), _>(op_err("429")) })
-                                        .await
-                                },
-                            )));
+                            drop(spawn_429(h, "background"));
                             Err(op_err("429"))
                         }
                         2 => {
