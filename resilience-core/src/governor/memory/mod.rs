@@ -84,7 +84,7 @@ impl InProcessStore {
 
     /// Locks a resource; what it notes meanwhile is logged once it is unlocked (`notes`).
     #[inline]
-    fn lock(cell: &Mutex<ResourceState>) -> Locked<'_, ResourceState> {
+    fn lock(cell: &Mutex<ResourceState>) -> Locked<'_> {
         Locked::new(cell.lock())
     }
 

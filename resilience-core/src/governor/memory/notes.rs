@@ -10,6 +10,7 @@ use super::super::decision::{AgentId, RefusalReason};
 use super::super::observation::LimitKind;
 use super::super::store::Zone;
 use super::super::EVENT_TARGET as TARGET;
+use super::state::ResourceState;
 use parking_lot::MutexGuard;
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
@@ -199,45 +200,38 @@ fn flush() {
     });
 }
 
-/// Something that takes notes while locked: it says whether it took any since it was last
-/// asked.
-pub(super) trait Noting {
-    /// Whether a note was kept since the last call; clears the mark.
-    fn take_noted(&mut self) -> bool;
-}
-
 /// A locked resource whose notes are emitted when the lock is released.
-pub(super) struct Locked<'a, S: Noting> {
-    guard: Option<MutexGuard<'a, S>>,
+pub(super) struct Locked<'a> {
+    guard: Option<MutexGuard<'a, ResourceState>>,
 }
 
-impl<'a, S: Noting> Locked<'a, S> {
+impl<'a> Locked<'a> {
     #[inline]
-    pub(super) fn new(guard: MutexGuard<'a, S>) -> Self {
+    pub(super) fn new(guard: MutexGuard<'a, ResourceState>) -> Self {
         Self { guard: Some(guard) }
     }
 }
 
-impl<S: Noting> Deref for Locked<'_, S> {
-    type Target = S;
+impl Deref for Locked<'_> {
+    type Target = ResourceState;
     #[inline]
-    fn deref(&self) -> &S {
+    fn deref(&self) -> &ResourceState {
         self.guard
             .as_deref()
             .unwrap_or_else(|| unreachable!("guard taken only in drop"))
     }
 }
 
-impl<S: Noting> DerefMut for Locked<'_, S> {
+impl DerefMut for Locked<'_> {
     #[inline]
-    fn deref_mut(&mut self) -> &mut S {
+    fn deref_mut(&mut self) -> &mut ResourceState {
         self.guard
             .as_deref_mut()
             .unwrap_or_else(|| unreachable!("guard taken only in drop"))
     }
 }
 
-impl<S: Noting> Drop for Locked<'_, S> {
+impl Drop for Locked<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some(mut guard) = self.guard.take() {

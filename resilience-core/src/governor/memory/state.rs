@@ -14,7 +14,7 @@ use super::block::Block;
 use super::breaker::Breaker;
 use super::cascade::Cascade;
 use super::flights::{Ages, Slot};
-use super::notes::{self, Note, Noting};
+use super::notes::{self, Note};
 use super::pool::Pool;
 use super::queue::{Queue, Waiter};
 use super::quota::Quota;
@@ -99,6 +99,12 @@ impl ResourceState {
             timing,
             cfg,
         }
+    }
+
+    /// Whether a note was kept since the last call; clears the mark (see `notes::Locked`).
+    #[inline]
+    pub(super) fn take_noted(&mut self) -> bool {
+        std::mem::take(&mut self.noted)
     }
 
     /// Keeps a log line for when the lock is released.
@@ -544,13 +550,6 @@ impl ResourceState {
         }
         self.note(Note::Unsettled { calls });
         self.refresh(now);
-    }
-}
-
-impl Noting for ResourceState {
-    #[inline]
-    fn take_noted(&mut self) -> bool {
-        std::mem::take(&mut self.noted)
     }
 }
 
