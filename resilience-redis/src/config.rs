@@ -376,8 +376,13 @@ impl QuotaSpec {
     /// grant without the script, so past every process's rules.
     ///
     /// If Redis comes back without its data, the quota is rebuilt conservatively (see the
-    /// crate docs) but the rule counts start again from zero: in the windows that were open
-    /// at the loss, the processes may together spend up to twice a rule's limit.
+    /// crate docs), and so are the rule counts: each process keeps what its own grants
+    /// counted in the rules lately, and reports it before it rejoins; while the quota
+    /// rebuilds, nothing is granted (not even from a reservation) until every process known
+    /// has rejoined, so the counts hold all their grants first. A process that never comes
+    /// back (it died with Redis) takes its counts with it: the pool opens after one lease
+    /// TTL, and its grants in the windows still open then may be spent again. The
+    /// concurrency cap forgets the calls in flight at the loss.
     pub fn shared_pacing(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
         self

@@ -135,6 +135,13 @@
 //! when the first process that knew the window rejoins, what it granted meanwhile counted
 //! against that process's pool.
 //!
+//! The counts of shared G8 rules are rebuilt too: each process keeps what its own grants
+//! counted in them lately (by buckets of the server's clock, as the script counts), and a
+//! process whose lease belongs to the lost state is asked for that report before it
+//! rejoins; while the quota rebuilds, a resource with shared rules grants nothing, not even
+//! from a reservation, so the counts hold every returning process's grants before the
+//! first new one. See [`QuotaSpec::shared_pacing`] for what is not covered.
+//!
 //! # Use
 //!
 //! ```no_run
@@ -189,6 +196,7 @@ mod grant;
 mod link;
 mod local;
 mod observe;
+mod pace_log;
 mod pacing;
 mod quota;
 mod resource;

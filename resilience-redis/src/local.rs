@@ -112,6 +112,7 @@ impl Local {
             members: self.members,
             offline_spent: report,
             local_reserved: self.reserved(),
+            pace_due: false,
         }
     }
 

@@ -27,28 +27,59 @@ pub(crate) struct PacingArgs {
     pub packed: Vec<u8>,
     /// Whether a rule keeps windows per endpoint (else the endpoint is not sent).
     pub per_endpoint: bool,
-    /// The window rules' limits, to refuse here, by name, a request no window could grant.
-    limits: Vec<RuleLimit>,
+    /// The window rules, in order: to refuse here, by name, a request no window could grant,
+    /// and to log what this process's grants counted in them ([`PaceLog`](crate::pace_log::PaceLog)).
+    pub windows: Vec<WindowSpec>,
+    /// The spacing rules' selectors and gaps (ms), in order.
+    pub spacings: Vec<(u64, u64)>,
 }
 
-/// What a window rule grants in a window.
+/// A window rule, as the script counts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct RuleLimit {
+pub(crate) struct WindowSpec {
     name: Arc<str>,
+    /// 0 all, 1 writes, 2 creates.
     selector: u64,
     measure: Measure,
     limit: u64,
     p0_headroom: u64,
+    /// The window plus its margin, ms.
+    pub span_ms: u64,
+    pub per_endpoint: bool,
 }
 
-/// One value of the packed rules.
-enum Item<'a> {
+impl WindowSpec {
+    /// Whether the rule counts `ask`, and how many units (0: not counted).
+    pub fn amount(&self, ask: &Ask, cost: u32) -> u64 {
+        if !selects(self.selector, ask.kind) {
+            return 0;
+        }
+        match self.measure {
+            Measure::Requests => 1,
+            Measure::Points => u64::from(ask.points),
+            Measure::Cost => u64::from(cost),
+        }
+    }
+
+    /// The width of one of its buckets, ms (as `pacing.lua`: span / 10, rounded up).
+    pub fn bucket_ms(&self) -> u64 {
+        self.span_ms.div_ceil(crate::pace_log::BUCKETS).max(1)
+    }
+}
+
+/// Whether a rule with `selector` counts a request of `kind` (as `pacing.lua`'s `selects`).
+pub(crate) fn selects(selector: u64, kind: u8) -> bool {
+    selector == 0 || (selector == 1 && kind >= 1) || (selector == 2 && kind == 2)
+}
+
+/// One value of a packed array.
+pub(crate) enum Item<'a> {
     Str(&'a str),
     Int(u64),
 }
 
 /// MessagePack of a flat array of strings and unsigned integers (the subset the script reads).
-fn pack(items: &[Item<'_>]) -> Vec<u8> {
+pub(crate) fn pack(items: &[Item<'_>]) -> Vec<u8> {
     fn header(out: &mut Vec<u8>, len: usize, fix: u8, fix_max: usize, wide: [u8; 3]) {
         if len <= fix_max {
             out.push(fix | len as u8);
@@ -169,42 +200,42 @@ impl PacingArgs {
                 Int(u64::from(w.per_endpoint)),
             ]);
         }
-        let limits = pacing
+        let windows = pacing
             .windows
             .iter()
-            .map(|w| RuleLimit {
+            .map(|w| WindowSpec {
                 name: w.name.clone(),
                 selector: sel(w.selector),
                 measure: w.measure,
                 limit: u64::from(w.limit),
                 p0_headroom: u64::from(w.p0_headroom),
+                span_ms: ms(w.window + w.margin),
+                per_endpoint: w.per_endpoint,
             })
             .collect();
         Self {
             packed: pack(&items),
             per_endpoint: pacing.windows.iter().any(|w| w.per_endpoint),
-            limits,
+            windows,
+            spacings: pacing
+                .spacings
+                .iter()
+                .map(|s| (sel(s.selector), ms(s.gap)))
+                .collect(),
         }
     }
 
     /// The first rule that can never grant `ask` of `cost` at `priority` (as the script
     /// judges it): `(rule, needs, allows)`.
     pub fn never_fits(&self, ask: &Ask, cost: u32, priority: u8) -> Option<(&str, u64, u64)> {
-        self.limits.iter().find_map(|r| {
-            let selected = r.selector == 0
-                || (r.selector == 1 && ask.kind >= 1)
-                || (r.selector == 2 && ask.kind == 2);
-            let needs = match r.measure {
-                Measure::Requests => 1,
-                Measure::Points => u64::from(ask.points),
-                Measure::Cost => u64::from(cost),
-            };
+        self.windows.iter().find_map(|r| {
+            let needs = r.amount(ask, cost);
             let allows = if priority == 0 {
                 r.limit
             } else {
                 r.limit - r.p0_headroom
             };
-            (selected && needs > allows).then_some((&*r.name, needs, allows))
+            (needs > allows).then_some((&*r.name, needs, allows))
         })
     }
 }

@@ -6,6 +6,7 @@ use crate::error::RedisQuotaError;
 use crate::grant::LinkState;
 use crate::link::{is_loss, Link};
 use crate::local::{Local, Timing};
+use crate::pace_log::PaceLog;
 use crate::resource::SharedQuota;
 use crate::script::{self, Fixed, Op, Reply};
 use parking_lot::Mutex;
@@ -63,6 +64,8 @@ pub(crate) struct ResState {
     pub local: Mutex<Local>,
     /// Woken by pub/sub when quota is returned to the pool.
     pub wake: Notify,
+    /// What this process's grants counted in the shared rules, if the resource has them.
+    pub pace_log: Option<Mutex<PaceLog>>,
 }
 
 /// Why a call did not produce a reply.
@@ -161,11 +164,13 @@ impl RedisQuota {
                     fixed.reserve_max = cfg.reserve_max;
                     fixed.yield_ms = ms(cfg.wait.poll);
                     fixed.slot_ms = ms(cfg.call_bound).div_ceil(4).max(1);
+                    let pace_log = fixed.pacing.as_deref().map(|p| Mutex::new(PaceLog::new(p)));
                     let r = Arc::new(ResState {
                         name: name.into(),
                         fixed,
                         local: Mutex::new(Local::default()),
                         wake: Notify::new(),
+                        pace_log,
                     });
                     list.push(r.clone());
                     r
@@ -228,7 +233,9 @@ impl Inner {
         self.call_on(&mut conn, generation, res, op).await
     }
 
-    /// One script call on `conn`, applying the reply to the resource's local view.
+    /// One script call on `conn`, applying the reply to the resource's local view. If Redis
+    /// lost its data and asks for this process's shared-rule counts ([`script::REPORT`]),
+    /// sends them first, then the op again.
     pub async fn call_on(
         &self,
         conn: &mut MultiplexedConnection,
@@ -236,16 +243,48 @@ impl Inner {
         res: &ResState,
         op: Op,
     ) -> Result<Reply, CallError> {
+        let mut reported = false;
+        loop {
+            let reply = self.call_once(conn, generation, res, &op).await?;
+            if reply.status != script::REPORT {
+                return Ok(reply);
+            }
+            if reported {
+                // The report rejoins this process, so the script never asks twice; never loop.
+                return Err(CallError::Server(
+                    self.server_error("the script asked for the shared-rule report twice"),
+                ));
+            }
+            reported = true;
+            let log = res.pace_log.as_ref().map(|l| l.lock().report());
+            let report = Op::PaceReport {
+                log: log.unwrap_or_default(),
+            };
+            self.call_once(conn, generation, res, &report).await?;
+        }
+    }
+
+    async fn call_once(
+        &self,
+        conn: &mut MultiplexedConnection,
+        generation: u64,
+        res: &ResState,
+        op: &Op,
+    ) -> Result<Reply, CallError> {
+        let now = self.clock.now();
+        let pace_due = res.pace_log.as_ref().is_some_and(|l| l.lock().due(now));
         let (view, report) = {
             let mut l = res.local.lock();
             let report = l.take_report();
-            if op == Op::Leave {
+            if *op == Op::Leave {
                 l.leave_sent(generation);
             }
-            (l.view(report), report)
+            let mut view = l.view(report);
+            view.pace_due = pace_due;
+            (view, report)
         };
         let sent_at = self.clock.now();
-        let result = script::call(conn, &res.fixed, &view, &op).await;
+        let result = script::call(conn, &res.fixed, &view, op).await;
         let timing = Timing {
             sent_at,
             recv_at: self.clock.now(),
@@ -253,6 +292,11 @@ impl Inner {
         };
         let mut l = res.local.lock();
         match result {
+            Ok(Some(reply)) if reply.status == script::REPORT => {
+                // Nothing was done: the script answered before reading the report.
+                l.unreport(report);
+                Ok(reply)
+            }
             Ok(Some(reply)) => {
                 l.apply(&reply, timing, report, self.cfg.lease_margin);
                 Ok(reply)
@@ -266,7 +310,7 @@ impl Inner {
             Err(e) if is_loss(&e) => {
                 l.unreport(report);
                 if let Op::Acquire { cost, .. } = op {
-                    l.lost_acquire(cost, generation);
+                    l.lost_acquire(*cost, generation);
                 }
                 drop(l);
                 self.link.broken(generation);

@@ -7,6 +7,9 @@ if op == 'acq' then
   -- every lower priority is refused (reason 5), so quota returned meanwhile goes to the
   -- waiting higher priority, whichever process it is in.
   local cost, prio, yield_ms = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  -- Redis lost the counts of the shared rules this process's grants are in: its report
+  -- first (pacing_rebuild.lua).
+  if #ARGV > 20 and ARGV[23] == '1' and lost_lease() then return report_reply() end
   join()
   local ahead = 0
   if prio >= 1 then ahead = s.yield0 end
@@ -23,6 +26,9 @@ if op == 'acq' then
       .. 'rules (QuotaSpec::shared_pacing) in another process, and this one has none; give '
       .. 'every process sharing it the same rules', K_Q))
   end
+  -- While the quota rebuilds after a loss, a resource with shared rules pays nothing from
+  -- reservations either: the rules' counts lack the reports of the processes not back yet.
+  local from_reserve_ok = lease.reserved >= cost + keep and not (paced and recovering)
   if cost > s.limit or never then
     status, reason = 2, 4
   elseif now < s.block_until then
@@ -31,8 +37,7 @@ if op == 'acq' then
     status, reason, wait = 2, pwhy, pwait
     -- A settled grant wakes the waiters of the concurrency cap.
     if pwhy == 7 then s.cw = 1 end
-  elseif ahead > now and ((s.pool >= cost and not recovering)
-      or lease.reserved >= cost + keep) then
+  elseif ahead > now and ((s.pool >= cost and not recovering) or from_reserve_ok) then
     -- Yielding only quota it could be paid: refused for want of quota, it is told the real
     -- reason and when the window resets (its waiter then comes back in its priority's G6
     -- window past the reset, not at the first ask after it with every other waiter).
@@ -41,7 +46,7 @@ if op == 'acq' then
     if s.pool >= cost and not recovering then
       s.pool = s.pool - cost
       status = 1
-    elseif lease.reserved >= cost + keep then
+    elseif from_reserve_ok then
       lease.reserved = lease.reserved - cost
       s.reserved = s.reserved - cost
       status, from_res = 1, 1
@@ -71,6 +76,15 @@ if op == 'acq' then
     s[f] = math.max(s[f], now + yield_ms)
   end
 elseif op == 'renew' then
+  if ARGV[16] == '1' and lost_lease() then return report_reply() end
+  join()
+  top_up()
+elseif op == 'pm' then
+  -- Once: a report whose reply was lost finds the lease it made, and only rejoins.
+  if lost_lease() and not pace_merge(ARGV[16], ARGV[17]) then
+    return redis.error_reply('resilience-redis: a shared-rule report that does not match '
+      .. 'the rules sent with it (builds differ?)')
+  end
   join()
   top_up()
 elseif op == 'rel' then

@@ -89,13 +89,21 @@ impl SharedQuota {
             });
         }
         let asked = self.inner.clock.now();
+        // Kept to log a grant against the shared rules (only a resource with them has a log).
+        let logged = self.state.pace_log.as_ref().map(|_| ask.clone());
         let op = Op::Acquire {
             cost,
             priority: priority as u8,
             ask,
         };
         let mut decision = match self.inner.call(&self.state, op).await {
-            Ok(r) => self.decision(&r, cost),
+            Ok(r) => {
+                let decision = self.decision(&r, cost);
+                if let (Ok(QuotaDecision::Go(g)), Some(ask)) = (&decision, logged) {
+                    self.log_pacing(&ask, cost, g.granted_ms);
+                }
+                decision
+            }
             Err(CallError::Server(e)) => Err(e),
             Err(CallError::Lost) => self.offline_acquire(cost),
         }?;
@@ -440,6 +448,14 @@ impl SharedQuota {
                 limit: r.limit,
             }),
             _ => Err(self.inner.server_error("unexpected script status")),
+        }
+    }
+
+    /// Logs what a grant counted in the shared rules, for a rebuild if Redis loses its data.
+    fn log_pacing(&self, ask: &Ask, cost: u32, granted_ms: u64) {
+        if let (Some(log), Some(rules)) = (&self.state.pace_log, &self.state.fixed.pacing) {
+            let now = self.inner.clock.now();
+            log.lock().record(rules, ask, cost, granted_ms, now);
         }
     }
 

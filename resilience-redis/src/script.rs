@@ -9,11 +9,13 @@ use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Script};
 use std::sync::{Arc, OnceLock};
 
-/// One script in three files: the state, leases and in-flight slots (`quota.lua`), the shared
-/// G8 rules (`pacing.lua`), and the operations (`quota_ops.lua`).
+/// One script in four files: the state, leases and in-flight slots (`quota.lua`), the shared
+/// G8 rules (`pacing.lua`) and their rebuild after Redis lost its data
+/// (`pacing_rebuild.lua`), and the operations (`quota_ops.lua`).
 const SOURCE: &str = concat!(
     include_str!("quota.lua"),
     include_str!("pacing.lua"),
+    include_str!("pacing_rebuild.lua"),
     include_str!("quota_ops.lua")
 );
 
@@ -51,6 +53,9 @@ pub(crate) enum Op {
     Leave,
     /// Read the state.
     Snapshot,
+    /// After Redis lost its data: add what this process's grants counted in the shared rules
+    /// (its [`PaceLog`](crate::pace_log::PaceLog) report) to their counts, then rejoin.
+    PaceReport { log: Vec<u8> },
 }
 
 /// A response as the script reads it.
@@ -112,6 +117,9 @@ pub(crate) struct View {
     pub members: u64,
     pub offline_spent: u64,
     pub local_reserved: u64,
+    /// Some grant of this process may still count in a shared rule: if Redis lost its data,
+    /// the script asks for the report ([`REPORT`]) before this process rejoins.
+    pub pace_due: bool,
 }
 
 /// Per-process constants sent with every call.
@@ -173,6 +181,9 @@ pub(crate) fn channel(prefix: &str, resource: &str) -> String {
 pub(crate) const GO: i64 = 1;
 pub(crate) const WAIT: i64 = 2;
 pub(crate) const FENCED: i64 = 3;
+/// Redis lost its data, and this process's grants still count in the shared rules: send
+/// [`Op::PaceReport`], then the op again (nothing else in the reply is set).
+pub(crate) const REPORT: i64 = 4;
 /// Wait reasons.
 pub(crate) const BLOCKED: i64 = 1;
 pub(crate) const EXHAUSTED: i64 = 2;
@@ -257,7 +268,7 @@ pub(crate) async fn call(
 ) -> RedisResult<Option<Reply>> {
     let mut inv = script().prepare_invoke();
     let rules = match op {
-        Op::Acquire { .. } => fixed.pacing.as_deref(),
+        Op::Acquire { .. } | Op::PaceReport { .. } => fixed.pacing.as_deref(),
         _ => None,
     };
     let keys = if rules.is_some() { 7 } else { 5 };
@@ -272,6 +283,7 @@ pub(crate) async fn call(
         Op::Block { .. } => "block",
         Op::Leave => "leave",
         Op::Snapshot => "snap",
+        Op::PaceReport { .. } => "pm",
     };
     inv.arg(name)
         .arg(&fixed.node)
@@ -299,8 +311,16 @@ pub(crate) async fn call(
                 inv.arg(ask.kind)
                     .arg(ask.points)
                     .arg(ask.endpoint.as_deref().unwrap_or(""))
-                    .arg(&rules.packed[..]);
+                    .arg(&rules.packed[..])
+                    .arg(u8::from(view.pace_due));
             }
+        }
+        Op::Renew => {
+            inv.arg(u8::from(view.pace_due));
+        }
+        Op::PaceReport { log } => {
+            let rules = rules.map_or(&[][..], |r| &r.packed[..]);
+            inv.arg(rules).arg(&log[..]);
         }
         Op::Release {
             cost,
@@ -344,7 +364,7 @@ pub(crate) async fn call(
         Op::Block { ms } => {
             inv.arg(ms);
         }
-        Op::Renew | Op::Leave | Op::Snapshot => {}
+        Op::Leave | Op::Snapshot => {}
     }
     // Last, whatever the op: the script reads them as `ARGV[#ARGV - 1]` and `ARGV[#ARGV]`.
     inv.arg(fixed.slot_ms).arg(fixed.keep);

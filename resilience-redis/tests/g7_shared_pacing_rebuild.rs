@@ -1,0 +1,281 @@
+//! G7 + G8: when Redis loses its data (killed and restarted empty), the shared pacing rules'
+//! counts are rebuilt from every process's report of its own grants, so the windows open
+//! at the loss are not spent twice. Against a real redis-server this test owns.
+
+mod common;
+
+use common::node::{cfg, go, MS};
+use common::server::{prefix, server, skip};
+use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
+use resilience_redis::{
+    LinkState, QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, SharedQuota,
+};
+use std::time::{Duration, Instant};
+
+async fn client(url: &str, p: &str, node: &str, pacing: &Pacing) -> (RedisQuota, SharedQuota) {
+    let r = RedisQuota::connect(cfg(url, p, node).reserve_share_permille(0))
+        .await
+        .expect("connect");
+    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing.clone());
+    let q = r.resource("core", spec).await.expect("resource");
+    (r, q)
+}
+
+/// Waits until `r` is connected again, nudging it with snapshots.
+async fn rejoined(r: &RedisQuota, q: &SharedQuota) {
+    let t = Instant::now();
+    let _ = q.snapshot().await;
+    while r.link_state() != LinkState::Connected {
+        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+        tokio::time::sleep(MS(50)).await;
+        let _ = q.snapshot().await;
+    }
+}
+
+/// The wait of a decision that must be one, waiting out the quota's rebuild (the pool stays
+/// closed until every process has rejoined).
+async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
+    let t = Instant::now();
+    loop {
+        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
+            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
+                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
+                tokio::time::sleep(MS(20)).await;
+            }
+            QuotaDecision::Wait(w) => return w,
+            QuotaDecision::Go(g) => panic!("granted past a full rule after the loss: {g:?}"),
+        }
+    }
+}
+
+async fn granted(q: &SharedQuota, r: &Request<'_>) {
+    let t = Instant::now();
+    loop {
+        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
+            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
+                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
+                tokio::time::sleep(MS(20)).await;
+            }
+            d => {
+                let _ = go(d);
+                return;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_window_counts_are_rebuilt_from_every_process_after_redis_loses_its_data() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild");
+    let pacing = Pacing {
+        windows: vec![
+            WindowRule::new(
+                "creates",
+                Selector::Creates,
+                Measure::Requests,
+                10,
+                Duration::from_secs(60),
+            ),
+            WindowRule::new(
+                "points",
+                Selector::All,
+                Measure::Points,
+                40,
+                Duration::from_secs(60),
+            )
+            .per_endpoint(),
+        ],
+        ..Pacing::default()
+    };
+    let (ra, a) = client(&srv.url, &p, "a", &pacing).await;
+    let (rb, b) = client(&srv.url, &p, "b", &pacing).await;
+    let create = |e| Request::create().with_endpoint(e); // 5 points
+    for _ in 0..6 {
+        let _ = go(a
+            .try_acquire_request(&create("/a"), Priority::P1)
+            .await
+            .expect("a"));
+    }
+    for _ in 0..4 {
+        let _ = go(b
+            .try_acquire_request(&create("/b"), Priority::P1)
+            .await
+            .expect("b"));
+    }
+    // 10 creations: the rule is full. /a has 30 points of 40, /b 20.
+    let full = paced(&a, &create("/c")).await;
+    assert_eq!(full.reason, QuotaWaitReason::Paced);
+
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    rejoined(&rb, &b).await;
+
+    // Without the reports, both processes could create 10 more in this minute.
+    for q in [&a, &b] {
+        let w = paced(q, &create("/c")).await;
+        assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+        // The oldest creation leaves the window about 60 s after it was made.
+        assert!(w.delay > Duration::from_secs(50), "{w:?}");
+    }
+    // Each endpoint got back its own count, no more: /a 30 (11 more points would pass 40,
+    // 10 fit), /b 20 (11 fit).
+    let points = |n, e| Request::read().with_points(n).with_endpoint(e);
+    let w = paced(&a, &points(11, "/a")).await;
+    assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+    granted(&b, &points(11, "/b")).await;
+    granted(&a, &points(10, "/a")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_write_spacing_is_rebuilt_after_redis_loses_its_data() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-gap");
+    let pacing = Pacing::default().with_write_spacing(Duration::from_secs(30));
+    let (ra, a) = client(&srv.url, &p, "a", &pacing).await;
+    let (rb, b) = client(&srv.url, &p, "b", &pacing).await;
+    let _ = go(a
+        .try_acquire_request(&Request::write(), Priority::P1)
+        .await
+        .expect("write"));
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    rejoined(&rb, &b).await;
+    // b made no write, but a's was made less than 30 s ago: b waits out the gap.
+    let w = paced(&b, &Request::write()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+    assert!(w.delay > Duration::from_secs(25), "{w:?}");
+    // Reads are not spaced.
+    granted(&b, &Request::read()).await;
+}
+
+/// A process that used more endpoints in a window than its log keeps one by one (256)
+/// reports the rest as one overflow count; the rebuild counts it against every endpoint,
+/// since it could be any endpoint's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_reported_overflow_counts_against_every_endpoint() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-over");
+    let pacing = Pacing {
+        windows: vec![WindowRule::new(
+            "points",
+            Selector::All,
+            Measure::Points,
+            1_000,
+            Duration::from_secs(60),
+        )
+        .per_endpoint()],
+        ..Pacing::default()
+    };
+    let (ra, a) = client(&srv.url, &p, "a", &pacing).await;
+    // One point on each of 257 endpoints: the last is past the log's bound.
+    for i in 0..=256 {
+        let e = format!("/e{i}");
+        let _ = go(a
+            .try_acquire_request(&Request::read().with_endpoint(&e), Priority::P1)
+            .await
+            .expect("read"));
+    }
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    let _ = a.snapshot().await.expect("snapshot"); // the report, if the renewal has not sent it
+                                                   // The endpoints the rebuild gave a window of their own (the server keeps 32).
+    let fields = srv
+        .cmd(&format!(
+            "EVAL \"return table.concat(redis.call('HKEYS', KEYS[1]), ',')\" 1 {{{p}:core}}:p"
+        ))
+        .expect("HKEYS");
+    let own: Vec<String> = fields
+        .split("/e")
+        .skip(1)
+        .filter_map(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .map(|n| format!("/e{n}"))
+        .collect();
+    assert!(
+        !own.is_empty(),
+        "no endpoint window was rebuilt: {fields:?}"
+    );
+    for e in own.iter().take(3) {
+        // Its own point and the overflow's: 998 more fit, 999 do not.
+        let w = paced(&a, &Request::read().with_points(999).with_endpoint(e)).await;
+        assert_eq!(w.reason, QuotaWaitReason::Paced, "{e}: {w:?}");
+        granted(&a, &Request::read().with_points(998).with_endpoint(e)).await;
+    }
+}
+
+/// While the quota rebuilds, a process that has reported may not spend its reservation on
+/// a resource with shared rules: the counts still lack the reports of the processes not
+/// back yet. Once they are, the rules hold their grants too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_no_reservation_is_spent_past_rules_that_still_lack_a_report() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-res");
+    let pacing = Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    };
+    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing);
+    let ra = RedisQuota::connect(cfg(&srv.url, &p, "a").reserve_share_permille(200))
+        .await
+        .expect("connect a");
+    let a = ra.resource("core", spec.clone()).await.expect("a");
+    // b reaches Redis through a proxy the test can cut.
+    let proxy = common::proxy::Proxy::start(&srv.url).await;
+    let rb = RedisQuota::connect(cfg(&proxy.url, &p, "b").reserve_share_permille(0))
+        .await
+        .expect("connect b");
+    let b = rb.resource("core", spec).await.expect("b");
+    for (q, n) in [(&a, 6), (&b, 4)] {
+        for _ in 0..n {
+            let _ = go(q
+                .try_acquire_request(&Request::create(), Priority::P0)
+                .await
+                .expect("create"));
+        }
+    }
+    assert!(
+        a.snapshot().await.expect("a").reserved > 0,
+        "a holds a reservation"
+    );
+    proxy.cut();
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    // a has reported its 6; b, cut off, has not: nothing is granted, not even from a's
+    // reservation, until b is back (or a lease TTL has passed).
+    for _ in 0..3 {
+        match a
+            .try_acquire_request(&Request::create(), Priority::P0)
+            .await
+            .expect("ask")
+        {
+            QuotaDecision::Wait(w) => assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}"),
+            QuotaDecision::Go(g) => panic!("granted before b reported: {g:?}"),
+        }
+    }
+    proxy.restore();
+    rejoined(&rb, &b).await;
+    let w = paced(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+}
