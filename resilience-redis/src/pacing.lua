@@ -78,9 +78,10 @@ local function evict_idle(ep)
     local at = string.find(m, SEP, 1, true)
     local of = at and string.sub(m, at + 1)
     if of ~= ep then
-      redis.call('HDEL', K_P, 'e' .. SEP .. m)
+      -- Only a ring that was there counts in 'n' (an index entry can outlive its ring).
+      local gone = redis.call('HDEL', K_P, 'e' .. SEP .. m) == 1
       redis.call('ZREM', K_I, m)
-      if of and of ~= OVERFLOW then
+      if gone and of and of ~= OVERFLOW then
         redis.call('HINCRBY', K_P, 'n' .. SEP .. string.sub(m, 1, at - 1), -1)
       end
     end
@@ -187,13 +188,19 @@ local function pace_check(cost, prio)
 end
 
 -- Counts a granted acquire in every rule that selected it.
+--
+-- The keys must outlive every count in them: a grant counts until `now + keep` (its rule's
+-- span and a bucket, or its gap), so their expiry never falls below that. It is moved
+-- only when it would (then to `now + 1.5 keep`: at most one move per half lifetime).
 local function pace_commit()
   local f = pace.fields
   local out = {'k', d(pace.keep)}
-  local refresh = pace.grown or now + pace.keep / 2 >= pace.expires
+  local refresh = pace.grown or now + pace.keep > pace.expires
+  local ttl = pace.keep + math.floor(pace.keep / 2)
+  local indexed = false
   if refresh then
     out[#out + 1] = 'x'
-    out[#out + 1] = d(now + pace.keep)
+    out[#out + 1] = d(now + ttl)
   end
   for _, sp in ipairs(pace.spaced) do
     out[#out + 1] = f[sp.f]
@@ -204,6 +211,7 @@ local function pace_commit()
     rg[slot_of(rg[1])] = rg[slot_of(rg[1])] + w.amt
     if w.member and (rg[NB + 3] ~= rg[1] or w.new) then
       redis.call('ZADD', K_I, d((rg[1] + 1) * w.bw + w.span), w.member)
+      indexed = true
       rg[NB + 3] = rg[1]
       if w.new then redis.call('HINCRBY', K_P, 'n' .. SEP .. w.name, 1) end
     end
@@ -211,9 +219,12 @@ local function pace_commit()
     out[#out + 1] = cmsgpack.pack(rg)
   end
   redis.call('HSET', K_P, unpack(out))
-  -- Everything in them is out of every window (and spacing) once they expire.
+  -- Everything in them is out of every window (and spacing) once they expire. The index
+  -- expires with the counts (a ZADD may have just made it, without a TTL).
   if refresh then
-    redis.call('PEXPIRE', K_P, d(pace.keep))
-    redis.call('PEXPIRE', K_I, d(pace.keep))
+    redis.call('PEXPIRE', K_P, d(ttl))
+    redis.call('PEXPIRE', K_I, d(ttl))
+  elseif indexed then
+    redis.call('PEXPIREAT', K_I, d(pace.expires))
   end
 end

@@ -195,7 +195,7 @@ impl PacingArgs {
                 Int(sel(w.selector)),
                 Int(measure),
                 Int(u64::from(w.limit)),
-                Int(ms(w.window + w.margin)),
+                Int(ms(w.window.saturating_add(w.margin))),
                 Int(u64::from(w.p0_headroom)),
                 Int(u64::from(w.per_endpoint)),
             ]);
@@ -209,7 +209,7 @@ impl PacingArgs {
                 measure: w.measure,
                 limit: u64::from(w.limit),
                 p0_headroom: u64::from(w.p0_headroom),
-                span_ms: ms(w.window + w.margin),
+                span_ms: ms(w.window.saturating_add(w.margin)),
                 per_endpoint: w.per_endpoint,
             })
             .collect();
@@ -256,7 +256,7 @@ pub(crate) fn validate(pacing: &Pacing) -> Result<(), RedisQuotaError> {
         if w.limit == 0 {
             return bad("pacing.window.limit", "at least 1");
         }
-        if w.window.is_zero() || w.window + w.margin > day {
+        if w.window.is_zero() || w.window.checked_add(w.margin).is_none_or(|s| s > day) {
             return bad(
                 "pacing.window.window",
                 "above zero, with its margin at most a day",
@@ -297,6 +297,7 @@ pub(crate) fn validate(pacing: &Pacing) -> Result<(), RedisQuotaError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use resilience_core::governor::{Measure, Selector, WindowRule};
     use std::time::Duration;
 
     #[test]
@@ -331,5 +332,28 @@ mod tests {
         let mut twice = Pacing::github();
         twice.windows.push(twice.windows[0].clone());
         assert!(validate(&twice).is_err());
+    }
+
+    /// A window whose margin overflows a `Duration` is a config error naming the field, not
+    /// a panic.
+    #[test]
+    fn g7_g8_a_window_past_any_duration_is_refused_by_name() {
+        let huge = Pacing {
+            windows: vec![WindowRule::new(
+                "huge",
+                Selector::All,
+                Measure::Requests,
+                1,
+                Duration::MAX,
+            )
+            .with_margin(Duration::from_millis(1))],
+            ..Pacing::default()
+        };
+        match validate(&huge) {
+            Err(RedisQuotaError::Config { field, .. }) => assert_eq!(field, "pacing.window.window"),
+            other => panic!("{other:?}"),
+        }
+        // Built anyway, the arguments saturate instead of panicking.
+        assert!(!PacingArgs::new(&huge).packed.is_empty());
     }
 }
