@@ -368,8 +368,10 @@ impl QuotaSpec {
     /// and the even spend are not shared: the local governor still applies them.
     ///
     /// Every process sharing the resource must give the same rules (rules are counted by
-    /// name): while any are counted, an acquire of a process without rules is refused with
-    /// [`RedisQuotaError::Server`] naming the fix, as it would not be counted in them.
+    /// name): while any are counted, a process without rules is refused
+    /// ([`RedisQuotaError::PacedElsewhere`], naming the fix), as it would not be counted in
+    /// them; its next call or heartbeat ends its lease, which returns its reservation and
+    /// shuts its express lane.
     ///
     /// A resource with shared rules has no express lane and spends nothing while Redis is
     /// unreachable (acquires are refused with [`RedisQuotaError::Unavailable`]): both would

@@ -46,6 +46,15 @@ pub enum RedisQuotaError {
         /// The most the rule grants this priority in a window.
         allows: u64,
     },
+    /// Another process counts its grants of this resource against shared pacing rules
+    /// ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing)) and this one was given
+    /// none, so its calls would not be counted in them. Its lease was ended (its reservation
+    /// returned) and it spends nothing of the resource until the rules' counts have left their
+    /// windows or it is given the same rules.
+    PacedElsewhere {
+        /// The resource.
+        resource: String,
+    },
     /// Waiting would exceed the caller's bound.
     WaitTooLong {
         /// The resource.
@@ -115,6 +124,12 @@ impl fmt::Display for RedisQuotaError {
                 )
             }
             Self::Server { url, message } => write!(f, "Redis at {url} answered: {message}"),
+            Self::PacedElsewhere { resource } => write!(
+                f,
+                "resource `{resource}` is paced by shared G8 rules in another process \
+                 (QuotaSpec::shared_pacing) and this process has none: give every process \
+                 sharing it the same rules"
+            ),
         }
     }
 }
@@ -128,7 +143,8 @@ impl From<RedisQuotaError> for ResilienceError {
             RedisQuotaError::Unavailable { retry_after, .. } => ("redis".into(), *retry_after),
             RedisQuotaError::WaitTooLong { resource, wait } => (resource.as_str().into(), *wait),
             RedisQuotaError::CostTooLarge { resource, .. }
-            | RedisQuotaError::RuleTooSmall { resource, .. } => {
+            | RedisQuotaError::RuleTooSmall { resource, .. }
+            | RedisQuotaError::PacedElsewhere { resource } => {
                 (resource.as_str().into(), Duration::MAX)
             }
             _ => ("redis".into(), Duration::from_secs(1)),

@@ -77,7 +77,8 @@
 //!   (< 100 in flight) are judged in the same script call as the quota, for every process
 //!   together: an acquire carries its request's kind, points and endpoint
 //!   ([`SharedQuota::acquire_request`], [`acquire_shared`]), and the rules after its own
-//!   arguments. Their counters are one more string under the hash tag, read and written only
+//!   arguments. Their counters are one more hash under the hash tag (and an index of endpoint
+//!   windows), both expiring once nothing in them counts any more, read and written only
 //!   by acquires that carry rules (a resource without them costs what it did). A window is
 //!   ten buckets of a tenth of it (plus its margin): every grant of the window is counted,
 //!   and at most one bucket of older ones, so the limit holds in every window and an ask
@@ -91,7 +92,8 @@
 //!   ([`QuotaWaitReason::Paced`]: the waiter sleeps until then) or waits for a settled grant
 //!   ([`QuotaWaitReason::InFlight`]). Smoothing and even spend stay with the local governor.
 //!   Every process sharing the resource must give the same rules: while some are counted,
-//!   an acquire without rules is refused by name (it would not be counted in them).
+//!   a process without rules is refused by name and its lease ended, reservation and
+//!   express lane included (it would not be counted in them).
 //!   Such a resource has **no express lane and no offline spending**: both grant without the
 //!   script, so past every other process's rules; a P0 call pays one round trip, and keeps
 //!   the P0 headroom and the priority marks below.

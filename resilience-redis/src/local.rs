@@ -125,7 +125,7 @@ impl Local {
     pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, margin: Duration) {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
-        if r.status == crate::script::FENCED {
+        if r.status == crate::script::FENCED || r.status == crate::script::PACED_ELSEWHERE {
             // Our epoch is stale: nothing is ours to spend until a new lease is granted.
             self.server_reserved = 0;
             self.lease_until = Duration::ZERO;

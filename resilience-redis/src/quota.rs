@@ -297,6 +297,13 @@ impl Inner {
                 l.unreport(report);
                 Ok(reply)
             }
+            Ok(Some(reply)) if reply.status == script::PACED_ELSEWHERE => {
+                // The lease is gone: nothing is ours to spend, the express lane included.
+                l.apply(&reply, timing, report, self.cfg.lease_margin);
+                Err(CallError::Server(RedisQuotaError::PacedElsewhere {
+                    resource: res.name.to_string(),
+                }))
+            }
             Ok(Some(reply)) => {
                 l.apply(&reply, timing, report, self.cfg.lease_margin);
                 Ok(reply)

@@ -1,4 +1,13 @@
-if op == 'acq' then
+-- A process without the shared rules, while another counts grants against them (live until
+-- `paced_until`): its grants would not be counted in them. Its lease ends (its reservation
+-- back to the pool, as at a leave; the reply shuts its express lane) and it is refused. The
+-- state is saved as after any call: this one may have reaped leases or rolled the window.
+local unpaced = (op == 'acq' and #ARGV <= 20) or (op == 'renew' and ARGV[17] ~= '1')
+if unpaced and (s.paced_until or 0) > now then
+  local l = decode(redis.call('HGET', K_L, node))
+  if l then retire(node, l) end
+  status = 5
+elseif op == 'acq' then
   -- Never from the last `keep` of the reservation: the express lane may have spent it
   -- without reporting yet, and paying an acquire from it could spend one unit twice.
   --
@@ -19,12 +28,6 @@ if op == 'acq' then
   local paced, pwait, pwhy, never = #ARGV > 20, 0, 0, false
   if paced then
     pwait, pwhy, never = pace_check(cost, prio)
-  elseif (s.paced_until or 0) > now then
-    -- Another process counts its grants against shared rules that this one would not be
-    -- counted in: refused, by name, until every count of them has left its window.
-    return redis.error_reply(string.format('resilience-redis: %s is paced by shared G8 '
-      .. 'rules (QuotaSpec::shared_pacing) in another process, and this one has none; give '
-      .. 'every process sharing it the same rules', K_Q))
   end
   -- While the quota rebuilds after a loss, a resource with shared rules pays nothing from
   -- reservations either: the rules' counts lack the reports of the processes not back yet.

@@ -184,6 +184,9 @@ pub(crate) const FENCED: i64 = 3;
 /// Redis lost its data, and this process's grants still count in the shared rules: send
 /// [`Op::PaceReport`], then the op again (nothing else in the reply is set).
 pub(crate) const REPORT: i64 = 4;
+/// This process has no shared rules, and another counts grants against them: refused, its
+/// lease ended ([`RedisQuotaError::PacedElsewhere`](crate::RedisQuotaError::PacedElsewhere)).
+pub(crate) const PACED_ELSEWHERE: i64 = 5;
 /// Wait reasons.
 pub(crate) const BLOCKED: i64 = 1;
 pub(crate) const EXHAUSTED: i64 = 2;
@@ -316,7 +319,8 @@ pub(crate) async fn call(
             }
         }
         Op::Renew => {
-            inv.arg(u8::from(view.pace_due));
+            inv.arg(u8::from(view.pace_due))
+                .arg(u8::from(fixed.pacing.is_some()));
         }
         Op::PaceReport { log } => {
             let rules = rules.map_or(&[][..], |r| &r.packed[..]);

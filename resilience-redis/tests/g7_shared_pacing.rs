@@ -499,8 +499,11 @@ async fn g7_g8_a_process_without_the_shared_rules_is_refused_by_name() {
         .expect("paced"));
     let e = b.try_acquire(1, Priority::P1).await.unwrap_err();
     let text = e.to_string();
-    assert!(matches!(e, RedisQuotaError::Server { .. }), "{e:?}");
-    assert!(text.contains("shared_pacing"), "{text}");
+    assert!(matches!(e, RedisQuotaError::PacedElsewhere { .. }), "{e:?}");
+    assert!(
+        text.contains("shared_pacing") && text.contains("`core`"),
+        "{text}"
+    );
 }
 
 /// `acquire_shared` carries the request (its kind here) to the shared rules: two processes'

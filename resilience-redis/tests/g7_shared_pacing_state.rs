@@ -101,3 +101,115 @@ async fn g7_g8_the_endpoint_index_expires_with_the_counts() {
         "index TTL {index}, counts {counts}"
     );
 }
+
+/// A process without the shared rules may not spend past them through its express lane
+/// either: its heartbeat, once another process counts grants against the rules, ends its
+/// lease and shuts the lane (before, the renewal topped its reservation up, and its P0
+/// calls were granted locally, counted in no rule).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_process_without_the_rules_gets_no_reservation_and_no_express_lane() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-mixed-express");
+    let rule = Pacing {
+        windows: vec![window("all", Selector::All, 100, 60_000)],
+        ..Pacing::default()
+    };
+    // Default reservation share and express lane (P0), a heartbeat every 500 ms.
+    let r = RedisQuota::connect(cfg(&srv.url, &p, "u").lease_ttl(MS(1_500)))
+        .await
+        .expect("connect");
+    let unpaced = r
+        .resource(
+            "core",
+            QuotaSpec::new(1_000_000, Duration::from_secs(3_600)),
+        )
+        .await
+        .expect("resource");
+    let _ = go(unpaced
+        .try_acquire(1, Priority::P1)
+        .await
+        .expect("before the rules"));
+    let (_rp, paced) = client(cfg(&srv.url, &p, "p"), rule).await;
+    let _ = go(paced
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("paced"));
+    // Its next heartbeat (within 500 ms) ends its lease.
+    let t = Instant::now();
+    while unpaced.snapshot().await.map(|s| s.reserved) != Ok(0) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "its lease never ended"
+        );
+        tokio::time::sleep(MS(50)).await;
+    }
+    for _ in 0..3 {
+        match unpaced.acquire(1, Priority::P0).await {
+            Err(resilience_redis::RedisQuotaError::PacedElsewhere { .. }) => {}
+            other => panic!("spent past the shared rules: {other:?}"),
+        }
+    }
+    let s = paced.snapshot().await.expect("snapshot");
+    assert_eq!((s.reserved_total, s.members), (0, 1), "{s:?}");
+}
+
+/// The refusal of a process without the rules saves what its call changed: a lease it
+/// reaped returns its reservation to the pool (before, the refusal returned before the state
+/// was written, after the reaping had deleted the lease: its reservation was lost until the
+/// window ended).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_refusing_a_process_without_the_rules_loses_no_reservation() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-mixed-reap");
+    let rule = Pacing {
+        windows: vec![window("all", Selector::All, 100, 60_000)],
+        ..Pacing::default()
+    };
+    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
+    // x holds half the pool, reaches Redis through a proxy, and can spend nothing offline
+    // (so its expired lease holds nothing back).
+    let proxy = common::proxy::Proxy::start(&srv.url).await;
+    let rx = RedisQuota::connect(
+        cfg(&proxy.url, &p, "x")
+            .reserve_share_permille(500)
+            .lease_ttl(MS(300))
+            .express(None, 0)
+            .on_loss(resilience_redis::OnLoss::FailClosed),
+    )
+    .await
+    .expect("connect x");
+    let _x = rx.resource("core", plain.clone()).await.expect("x");
+    let (_rp, paced) = {
+        let r = RedisQuota::connect(cfg(&srv.url, &p, "p").reserve_share_permille(0))
+            .await
+            .expect("connect p");
+        let q = r
+            .resource("core", plain.clone().shared_pacing(rule))
+            .await
+            .expect("p");
+        (r, q)
+    };
+    let _ = go(paced
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("paced"));
+    let before = paced.snapshot().await.expect("snapshot");
+    assert!(
+        before.reserved_total > 0,
+        "x holds a reservation: {before:?}"
+    );
+    proxy.cut();
+    tokio::time::sleep(MS(400)).await; // x's lease expires
+    let ry = RedisQuota::connect(cfg(&srv.url, &p, "y").reserve_share_permille(0))
+        .await
+        .expect("connect y");
+    // y joins without the rules: refused (its first renewal reaps x's lease).
+    let e = ry.resource("core", plain).await.unwrap_err();
+    assert!(
+        matches!(e, resilience_redis::RedisQuotaError::PacedElsewhere { .. }),
+        "{e:?}"
+    );
+    let after = paced.snapshot().await.expect("snapshot");
+    assert_eq!(after.reserved_total, 0, "{after:?}");
+    assert_eq!(after.pool, before.pool + before.reserved_total, "{after:?}");
+}
