@@ -85,7 +85,7 @@
 //!   waits at most a tenth of a window longer than an exact log would make it. Each rule
 //!   keeps at most [`SHARED_ENDPOINT_CAP`] endpoint windows (idle ones are evicted; past the
 //!   cap, endpoints share one overflow window, which a later window of their own starts
-//!   from). The concurrency cap counts the in-flight grants the script already keeps: a
+//!   from). The concurrency cap counts the calls in flight (whatever they cost) in the slots the script already keeps: a
 //!   grant counts until it is observed or released (which wakes a waiter), or for the call
 //!   bound if nobody settles it. A release does not give window units back (the call may
 //!   have been sent). A refused ask is told how long until enough of the rule frees

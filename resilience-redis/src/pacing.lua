@@ -168,12 +168,13 @@ local function pace_check(cost, prio)
     local wt = ring_wait(w.rg, w.bw, w.span, w.room)
     if wt > 0 then wait, why = math.max(wait, wt), 6 end
   end
-  -- The concurrency cap counts the grants not yet settled (the in-flight slots of
-  -- quota.lua): a grant nobody settles stops counting after the call bound.
-  if why == 0 and cap > 0 and in_flight() >= cap then
-    local left, w = in_flight(), s.slot_ms
+  -- The concurrency cap counts the calls granted and not yet settled (the in-flight slots
+  -- of quota.lua), whatever they cost: a call nobody settles stops counting after the call
+  -- bound.
+  if why == 0 and cap > 0 and calls_in_flight() >= cap then
+    local left, w = calls_in_flight(), s.slot_ms
     for k = s.fl_at - 4, s.fl_at do
-      left = left - s['fl' .. (k % 5)]
+      left = left - s['fc' .. (k % 5)]
       if left < cap then
         w = (k + 5) * s.slot_ms - now
         break

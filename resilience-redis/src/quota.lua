@@ -70,7 +70,7 @@ if not s.limit then
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
-    fl4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
+    fl4 = 0, fc0 = 0, fc1 = 0, fc2 = 0, fc3 = 0, fc4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
     carry_until = 0, cw = 0}
   if v_reset > now then
     s.reset_at = v_reset
@@ -93,10 +93,15 @@ local function d(x) return string.format('%d', x) end
 -- The slot width is the state's (its first user's call bound), so processes configured
 -- differently still number slots alike; a grant records its slot number, so a server clock
 -- stepped back cannot make it settle another slot's units.
+-- Beside the units, the same slots count the *calls* the script granted (`fc`), whatever
+-- they cost (a conditional request costs 0): the shared concurrency cap counts those.
 local slot_ms = s.slot_ms
 local slot_now = math.floor(now / slot_ms)
 if slot_now > s.fl_at then
-  for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do s['fl' .. (k % 5)] = 0 end
+  for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do
+    s['fl' .. (k % 5)] = 0
+    s['fc' .. (k % 5)] = 0
+  end
   s.fl_at = slot_now
 end
 
@@ -104,10 +109,20 @@ local function in_flight()
   return s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
 end
 
+local function calls_in_flight()
+  return s.fc0 + s.fc1 + s.fc2 + s.fc3 + s.fc4
+end
+
 -- Counts `n` units as granted now (the current slot, even if the server's clock stepped back).
 local function fly(n)
   local f = 'fl' .. (s.fl_at % 5)
   s[f] = s[f] + n
+end
+
+-- Counts a call the script granted now (with its units, `fly`).
+local function fly_call()
+  local f = 'fc' .. (s.fl_at % 5)
+  s[f] = s[f] + 1
 end
 
 -- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out) and counted
@@ -119,6 +134,9 @@ local function land(n, at, k)
   local f = 'fl' .. (k % 5)
   if s[f] < n then return false end
   s[f] = s[f] - n
+  -- Only the script's grants carry a grant time: this was one call.
+  local c = 'fc' .. (k % 5)
+  if s[c] > 0 then s[c] = s[c] - 1 end
   -- A waiter refused by the shared concurrency cap (pacing.lua) waits for this.
   if s.cw == 1 then
     redis.call('PUBLISH', channel, 'q')

@@ -64,6 +64,7 @@ elseif op == 'acq' then
       if s.reset_at == 0 then s.reset_at = now + s.window end
       s.ledger = s.ledger + cost
       fly(cost)
+      fly_call()
       top_up()
       if paced then
         pace_commit()

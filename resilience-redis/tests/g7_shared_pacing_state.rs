@@ -213,3 +213,42 @@ async fn g7_g8_refusing_a_process_without_the_rules_loses_no_reservation() {
     assert_eq!(after.reserved_total, 0, "{after:?}");
     assert_eq!(after.pool, before.pool + before.reserved_total, "{after:?}");
 }
+
+/// The concurrency cap counts calls, whatever they cost: a call of cost 5 takes one place,
+/// a conditional request of cost 0 takes one too (before, the cap counted quota units, so
+/// the first took five and any number of the second passed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_concurrency_cap_counts_calls_not_quota_units() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-cap-calls");
+    let rule = Pacing {
+        max_concurrent: Some(2),
+        ..Pacing::default()
+    };
+    let (_r, q) = client(cfg(&srv.url, &p, "a"), rule).await;
+    let heavy = go(q
+        .try_acquire_request(&Request::read().with_cost(5), Priority::P1)
+        .await
+        .expect("heavy"));
+    let free = go(q
+        .try_acquire_request(&Request::read().with_cost(0), Priority::P1)
+        .await
+        .expect("a conditional request"));
+    for cost in [0, 1] {
+        match q
+            .try_acquire_request(&Request::read().with_cost(cost), Priority::P1)
+            .await
+            .expect("third")
+        {
+            QuotaDecision::Wait(w) => assert_eq!(w.reason, QuotaWaitReason::InFlight, "{w:?}"),
+            QuotaDecision::Go(g) => panic!("a third call in flight under a cap of 2: {g:?}"),
+        }
+    }
+    // Settling either frees one place.
+    q.release(free).await.expect("release");
+    let _third = go(q
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("after a release"));
+    drop(heavy);
+}
