@@ -252,3 +252,60 @@ async fn g7_g8_the_concurrency_cap_counts_calls_not_quota_units() {
         .expect("after a release"));
     drop(heavy);
 }
+
+/// An endpoint that later gets a window of its own (an idle one was evicted to make room)
+/// starts from a copy of the shared overflow window it was counted in, so nothing it spent
+/// there is forgotten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_an_endpoint_leaving_the_overflow_window_keeps_its_count() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-overflow-copy");
+    // 5 points per 2 s per endpoint: buckets of 200 ms.
+    let rule = Pacing {
+        windows: vec![
+            WindowRule::new("points", Selector::All, Measure::Points, 5, MS(2_000)).per_endpoint(),
+        ],
+        ..Pacing::default()
+    };
+    let (_r, q) = client(cfg(&srv.url, &p, "a"), rule).await;
+    let t0 = Instant::now();
+    for i in 0..resilience_redis::SHARED_ENDPOINT_CAP {
+        let e = format!("/own{i}");
+        let _ = go(q
+            .try_acquire_request(&Request::read().with_endpoint(&e), Priority::P1)
+            .await
+            .expect("own window"));
+    }
+    assert!(
+        t0.elapsed() < MS(400),
+        "too slow to time the windows: {:?}",
+        t0.elapsed()
+    );
+    // Every window taken: /y is counted in the overflow window, to its limit.
+    tokio::time::sleep(MS(1_300).saturating_sub(t0.elapsed())).await;
+    let y = |points| Request::read().with_points(points).with_endpoint("/y");
+    let _ = go(q
+        .try_acquire_request(&y(5), Priority::P1)
+        .await
+        .expect("overflow"));
+    // The first windows are idle (their grants left them); /y's are still in its window.
+    tokio::time::sleep(MS(3_000).saturating_sub(t0.elapsed())).await;
+    match q
+        .try_acquire_request(&y(1), Priority::P1)
+        .await
+        .expect("ask")
+    {
+        QuotaDecision::Wait(w) => assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}"),
+        QuotaDecision::Go(g) => panic!("/y's 5 points were forgotten: {g:?}"),
+    }
+    // Idle windows were evicted to make room (so /y was judged on a window of its own, the
+    // copy, not on the overflow window).
+    let windows = srv
+        .cmd(&format!("HGET {{{p}:core}}:p \"n\\x00points\""))
+        .expect("HGET");
+    let windows: u32 = windows.trim().parse().expect("a count");
+    assert!(
+        windows < resilience_redis::SHARED_ENDPOINT_CAP,
+        "{windows} windows: none evicted"
+    );
+}
