@@ -91,8 +91,36 @@ fn run_at(
     let run = rt
         .block_on(multi::run_governed(&job, worker_command(test), |_| {}))
         .expect("the multi-process run");
+    // The rules really reached the script: their counts are kept in Redis (for two real
+    // minutes after the last grant at x30), and only an acquire that carries rules makes them.
+    // (Asked of the test's own server only: another may want a password.)
+    if local.is_some() {
+        let kept = rule_counts_kept(&job.redis_url, &job.prefix);
+        assert_eq!(
+            kept, shared_pacing,
+            "shared rule counts in Redis after the run"
+        );
+    }
     drop(local);
     Some(run)
+}
+
+/// Whether Redis holds the shared rules' counts of the run's resource (`EXISTS` over a raw
+/// socket: the test has no Redis client of its own).
+fn rule_counts_kept(url: &str, prefix: &str) -> bool {
+    use std::io::{BufRead, Write};
+    let addr = url.trim_start_matches("redis://");
+    let addr = addr.rsplit('@').next().unwrap_or(addr);
+    let addr = addr.split('/').next().unwrap_or(addr);
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to redis");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .expect("timeout");
+    write!(s, "EXISTS {{{prefix}:core}}:p\r\n").expect("send");
+    let mut line = String::new();
+    std::io::BufReader::new(s)
+        .read_line(&mut line)
+        .expect("reply");
+    line.trim() == ":1"
 }
 
 /// Each inversion with the P0 call it delayed: what a reader of the count needs.
