@@ -2,7 +2,7 @@
 //! shared resource's quota.
 
 use crate::error::RedisQuotaError;
-use resilience_core::governor::{Pacing, Priority};
+use resilience_core::governor::{Cascade, Pacing, Priority};
 use std::fmt;
 use std::time::Duration;
 
@@ -327,6 +327,30 @@ pub struct QuotaSpec {
     /// rules and concurrency cap; see [`shared_pacing`](Self::shared_pacing)). `None` (the
     /// default): the script paces nothing, and costs what it did without them.
     pub pacing: Option<Pacing>,
+    /// The G4 cascade detector shared by every process (see
+    /// [`shared_cascade`](Self::shared_cascade)). `None` (the default): each process's
+    /// governor detects cascades among its own agents only.
+    pub cascade: Option<Cascade>,
+}
+
+/// The shared detector's bounds: the script keeps at most 64 limited agents.
+fn validate_cascade(c: &Cascade) -> Result<(), RedisQuotaError> {
+    let bad = |field: &'static str, reason: &str| {
+        Err(RedisQuotaError::Config {
+            field,
+            reason: reason.to_owned(),
+        })
+    };
+    if c.agents == 0 || c.agents > 64 {
+        return bad("cascade.agents", "between 1 and 64");
+    }
+    if c.window.is_zero() || c.window > Duration::from_secs(86_400) {
+        return bad("cascade.window", "above zero and at most a day");
+    }
+    if c.clear_after == 0 {
+        return bad("cascade.clear_after", "at least 1");
+    }
+    Ok(())
 }
 
 impl QuotaSpec {
@@ -336,6 +360,7 @@ impl QuotaSpec {
             limit,
             window,
             pacing: None,
+            cascade: None,
         }
     }
 
@@ -390,6 +415,23 @@ impl QuotaSpec {
         self
     }
 
+    /// Detects rate-limit cascades across every process sharing this resource (G4 + G7):
+    /// when `cascade.agents` distinct agents, in any processes, are rate limited within
+    /// `cascade.window`, every process goes to *sequential mode*: one call in flight at a
+    /// time across all of them, higher priorities first, until `cascade.clear_after` good
+    /// responses in a row came back after the block lifted, or the quota window rolls over.
+    ///
+    /// An agent is what a grant names ([`QuotaGrant::for_agent`](crate::QuotaGrant::for_agent);
+    /// [`acquire_shared`](crate::acquire_shared) names the governor's agent); a grant that
+    /// names none counts as its process. Sequential mode counts the calls the script granted
+    /// and shuts the express lane while it lasts. Give every process the same settings: an
+    /// observation from a process without them neither counts a limit nor ends the mode.
+    /// The local governor's own G4 goes on detecting cascades among its own agents.
+    pub fn shared_cascade(mut self, cascade: Cascade) -> Self {
+        self.cascade = Some(cascade);
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<(), RedisQuotaError> {
         if self.limit == 0 || self.limit > 1 << 50 {
             return Err(RedisQuotaError::Config {
@@ -402,6 +444,9 @@ impl QuotaSpec {
                 field: "window",
                 reason: "between 10 ms and a year".into(),
             });
+        }
+        if let Some(c) = &self.cascade {
+            validate_cascade(c)?;
         }
         if let Some(p) = &self.pacing {
             crate::pacing::validate(p)?;

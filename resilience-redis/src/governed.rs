@@ -91,7 +91,11 @@ pub async fn acquire_shared<'g>(
     let max_wait = request
         .max_wait()
         .map(|m| m.saturating_sub(permit.waited()));
-    let grant = quota.acquire_request(&request, priority, max_wait).await?;
+    let mut grant = quota.acquire_request(&request, priority, max_wait).await?;
+    // The shared G4 detector counts the governor's agents, not just this process.
+    if let Some((name, _)) = governor.agent(agent) {
+        grant = grant.for_agent(name);
+    }
     Ok(SharedPermit {
         permit: Some(permit),
         grant: Some(grant),

@@ -26,6 +26,8 @@ pub struct QuotaGrant {
     pub(crate) offline: Option<u64>,
     /// Paid through the express lane while connected: its response is still reported.
     pub(crate) express: bool,
+    /// The agent it was made for, if known: the shared G4 detector counts distinct agents.
+    pub(crate) agent: Option<Arc<str>>,
 }
 
 impl QuotaGrant {
@@ -69,6 +71,16 @@ impl QuotaGrant {
     pub fn is_express(&self) -> bool {
         self.express
     }
+
+    /// Names the agent the call is made for: a rate limit its response reports counts as
+    /// that agent's in the shared G4 detector
+    /// ([`QuotaSpec::shared_cascade`](crate::QuotaSpec::shared_cascade)); without a name,
+    /// this process counts as one agent. [`acquire_shared`](crate::acquire_shared) names the
+    /// governor's agent.
+    pub fn for_agent(mut self, agent: impl Into<Arc<str>>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
 }
 
 /// Why a request must wait.
@@ -93,6 +105,10 @@ pub enum QuotaWaitReason {
     /// unsettled grants stop counting after the call bound); a settled grant wakes the
     /// waiters sooner.
     InFlight,
+    /// G4 sequential mode, shared ([`QuotaSpec::shared_cascade`](crate::QuotaSpec::shared_cascade)):
+    /// enough agents, in any processes, were rate limited lately, so one call at a time goes,
+    /// higher priorities first, and one is in flight. A settled grant wakes the waiters.
+    Sequential,
 }
 
 /// Wait, then ask again.
@@ -171,6 +187,8 @@ pub struct QuotaSnapshot {
     pub reset_in: Option<Duration>,
     /// G6: time left in the shared block.
     pub blocked_for: Option<Duration>,
+    /// G4: sequential mode is on (one call at a time across every process).
+    pub sequential: bool,
     /// The link.
     pub link: LinkState,
 }

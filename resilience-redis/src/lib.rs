@@ -97,6 +97,13 @@
 //!   Such a resource has **no express lane and no offline spending**: both grant without the
 //!   script, so past every other process's rules; a P0 call pays one round trip, and keeps
 //!   the P0 headroom and the priority marks below.
+//! - **The G4 cascade detector** ([`QuotaSpec::shared_cascade`], opt-in). An observation
+//!   that is a rate limit names its agent ([`QuotaGrant::for_agent`]; [`acquire_shared`]
+//!   names the governor's, else the process counts as one); when enough distinct agents of
+//!   any processes are limited within the window, every process goes to sequential mode:
+//!   one call the script granted in flight at a time ([`QuotaWaitReason::Sequential`],
+//!   woken when it settles), higher priorities first (the marks below), express lanes shut.
+//!   Good responses after the block, or the next quota window, end it.
 //! - **Priority across processes.** A P0 or P1 ask refused for want of quota makes every
 //!   lower priority, in every process, wait ([`QuotaWaitReason::Yielding`]) for the asker's
 //!   poll bound, within which it asks again; so quota that comes back while a higher

@@ -30,6 +30,8 @@ pub(crate) enum OfflineRefusal {
 
 #[derive(Debug, Default)]
 pub(crate) struct Local {
+    /// G4 sequential mode is on (as of the newest reply): the express lane stays shut.
+    pub sequential: bool,
     pub epoch: u64,
     pub window: u64,
     pub ops: u64,
@@ -151,6 +153,7 @@ impl Local {
                 self.window = r.window;
             }
             self.ops = r.ops;
+            self.sequential = r.sequential;
             self.ledger = r.ledger;
             self.in_flight = r.in_flight;
             self.server_reserved = if r.epoch == 0 { 0 } else { r.reserved };
@@ -228,6 +231,7 @@ impl Local {
         // would read as "no grant" to the script, which then takes the grant's reading as
         // current (it may predate grants of other processes).
         if self.block_heard.is_some()
+            || self.sequential
             || self.leaving
             || unsettled > allowance
             || self.reset_at_ms == 0

@@ -15,6 +15,8 @@ pub(crate) fn args(
     cfg: &RedisQuotaConfig,
 ) -> ObserveArgs {
     let mut a = ObserveArgs {
+        limited: obs.limit_kind().is_some(),
+        agent: grant.and_then(|g| g.agent.clone()),
         ledger: grant.map_or(0, |g| g.ledger),
         cost: grant.map_or(0, |g| g.cost),
         granted_ms: grant.map_or(0, |g| g.granted_ms),

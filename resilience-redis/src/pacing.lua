@@ -172,15 +172,7 @@ local function pace_check(cost, prio)
   -- of quota.lua), whatever they cost: a call nobody settles stops counting after the call
   -- bound.
   if why == 0 and cap > 0 and calls_in_flight() >= cap then
-    local left, w = calls_in_flight(), s.slot_ms
-    for k = s.fl_at - 4, s.fl_at do
-      left = left - s['fc' .. (k % 5)]
-      if left < cap then
-        w = (k + 5) * s.slot_ms - now
-        break
-      end
-    end
-    wait, why = math.max(1, w), 7
+    wait, why = calls_wait(cap), 7
   end
   local kept = tonumber(vals[1]) or 0
   pace = {fields = fields, spaced = spaced, wins = wins, keep = math.max(keep_ms, kept),

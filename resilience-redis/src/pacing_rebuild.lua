@@ -23,7 +23,7 @@ end
 
 local function report_reply()
   local r = {4}
-  for i = 2, 22 do r[i] = 0 end
+  for i = 2, 23 do r[i] = 0 end
   return r
 end
 

@@ -71,7 +71,7 @@ if not s.limit then
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
     fl4 = 0, fc0 = 0, fc1 = 0, fc2 = 0, fc3 = 0, fc4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
-    carry_until = 0, cw = 0}
+    carry_until = 0, cw = 0, sm = 0, cgood = 0, cz = {}}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -111,6 +111,20 @@ end
 
 local function calls_in_flight()
   return s.fc0 + s.fc1 + s.fc2 + s.fc3 + s.fc4
+end
+
+-- The ms until fewer than `cap` calls are in flight, if none is settled: the oldest slots
+-- drop out after the call bound.
+local function calls_wait(cap)
+  local left, w = calls_in_flight(), s.slot_ms
+  for k = s.fl_at - 4, s.fl_at do
+    left = left - s['fc' .. (k % 5)]
+    if left < cap then
+      w = (k + 5) * s.slot_ms - now
+      break
+    end
+  end
+  return math.max(1, w)
 end
 
 -- Counts `n` units as granted now (the current slot, even if the server's clock stepped back).
@@ -245,6 +259,8 @@ if s.reset_at > 0 and now >= s.reset_at then
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
   s.moved, s.carry, s.carry_until = 0, 0, 0
+  -- G4: the limit that started a cascade has cleared with the window.
+  s.sm, s.cgood, s.cz = 0, 0, {}
   redis.call('DEL', K_H, K_R)
   local all = redis.call('HGETALL', K_L)
   for i = 1, #all, 2 do

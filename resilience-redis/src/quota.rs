@@ -153,6 +153,11 @@ impl RedisQuota {
                         .pacing
                         .as_ref()
                         .map(|p| Arc::new(crate::pacing::PacingArgs::new(p)));
+                    fixed.cascade = spec.cascade.map(|c| script::CascadeArgs {
+                        agents: c.agents,
+                        window_ms: ms(c.window),
+                        clear_after: c.clear_after,
+                    });
                     fixed.keep = if cfg.express.is_some() && fixed.pacing.is_none() {
                         cfg.express_allowance
                     } else {

@@ -40,6 +40,10 @@ elseif op == 'acq' then
     status, reason, wait = 2, pwhy, pwait
     -- A settled grant wakes the waiters of the concurrency cap.
     if pwhy == 7 then s.cw = 1 end
+  elseif s.sm == 1 and calls_in_flight() >= 1 then
+    -- G4 sequential mode (cascade.lua): one call at a time; a settled grant wakes them.
+    status, reason, wait = 2, 8, calls_wait(1)
+    s.cw = 1
   elseif ahead > now and ((s.pool >= cost and not recovering) or from_reserve_ok) then
     -- Yielding only quota it could be paid: refused for want of quota, it is told the real
     -- reason and when the window resets (its waiter then comes back in its priority's G6
@@ -74,8 +78,8 @@ elseif op == 'acq' then
   end
   -- Refused for want of quota (spent, recovering, itself yielding, or a concurrency slot):
   -- mark the wait.
-  if status == 2 and (reason == 2 or reason == 3 or reason == 5 or reason == 7)
-      and prio <= 1 then
+  if status == 2 and (reason == 2 or reason == 3 or reason == 5 or reason == 7
+      or reason == 8) and prio <= 1 then
     local f = (prio == 0) and 'yield0' or 'yield1'
     s[f] = math.max(s[f], now + yield_ms)
   end
@@ -119,6 +123,8 @@ elseif op == 'obs' then
   local g_at, g_flight, g_cost = tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27])
   local g_slot = tonumber(ARGV[28])
   local backoff, backoff_cap = tonumber(ARGV[29]), tonumber(ARGV[30])
+  local c_limited, c_who = ARGV[31] == '1', ARGV[32]
+  local c_agents, c_window, c_clear = tonumber(ARGV[33]), tonumber(ARGV[34]), tonumber(ARGV[35])
   -- The response came back: the call has been counted upstream, if it ever will be.
   land(g_cost, g_at, g_slot)
   -- G6 backoff (section 6: "wait at least one minute, then back off exponentially"):
@@ -133,6 +139,11 @@ elseif op == 'obs' then
     block_ms = math.min(backoff_cap, block_ms * 2 ^ doublings)
   elseif backoff == 2 and not blocked then
     s.strikes = 0
+  end
+  -- G4 across processes (cascade.lua): who is the agent, else the process.
+  if c_agents > 0 then
+    if c_who == '' then c_who = node else c_who = node .. SEP .. c_who end
+    cascade_observe(c_limited, backoff == 2, c_who, c_agents, c_window, c_clear, blocked)
   end
   if reset_after > 0 then h_reset = now + reset_after end
   -- Header values past any sane range are ignored, not stored: `%d` would wrap a limit
@@ -207,4 +218,4 @@ redis.call('SET', K_Q, cmsgpack.pack(s))
 return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
   lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
   s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
-  in_flight(), s.fl_at}
+  in_flight(), s.fl_at, s.sm}

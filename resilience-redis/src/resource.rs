@@ -208,7 +208,8 @@ impl SharedQuota {
                 QuotaWaitReason::Recovering
                 | QuotaWaitReason::Yielding
                 | QuotaWaitReason::Paced
-                | QuotaWaitReason::InFlight => {}
+                | QuotaWaitReason::InFlight
+                | QuotaWaitReason::Sequential => {}
             }
             let elapsed = clock.now().saturating_sub(start);
             let sleep = match max_wait {
@@ -289,7 +290,7 @@ impl SharedQuota {
         let epoch = grant
             .as_ref()
             .map_or_else(|| self.state.local.lock().epoch, |g| g.epoch);
-        match self.settle(epoch, Op::Observe(args)).await? {
+        match self.settle(epoch, Op::Observe(args.clone())).await? {
             Settled::Local => Ok(self.observe_offline(&args, offline_block)),
             s => Ok(s),
         }
@@ -364,6 +365,7 @@ impl SharedQuota {
             window: l.window,
             reset_in,
             blocked_for,
+            sequential: l.sequential,
             link: self.inner.link_state(),
         })
     }
@@ -435,6 +437,7 @@ impl SharedQuota {
                 from_reserve: r.from_reserve,
                 offline: None,
                 express: false,
+                agent: None,
             })),
             (script::WAIT, script::BLOCKED) => wait(QuotaWaitReason::Blocked),
             (script::WAIT, script::EXHAUSTED) => wait(QuotaWaitReason::Exhausted),
@@ -442,6 +445,7 @@ impl SharedQuota {
             (script::WAIT, script::YIELDING) => wait(QuotaWaitReason::Yielding),
             (script::WAIT, script::PACED) => wait(QuotaWaitReason::Paced),
             (script::WAIT, script::IN_FLIGHT) => wait(QuotaWaitReason::InFlight),
+            (script::WAIT, script::SEQUENTIAL) => wait(QuotaWaitReason::Sequential),
             (script::WAIT, script::TOO_BIG) => Err(RedisQuotaError::CostTooLarge {
                 resource: self.state.name.to_string(),
                 cost,
@@ -495,6 +499,7 @@ impl SharedQuota {
             from_reserve: true,
             offline: Some(generation),
             express,
+            agent: None,
         }
     }
 

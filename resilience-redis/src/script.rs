@@ -9,13 +9,15 @@ use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Script};
 use std::sync::{Arc, OnceLock};
 
-/// One script in four files: the state, leases and in-flight slots (`quota.lua`), the shared
+/// One script in five files: the state, leases and in-flight slots (`quota.lua`), the shared
 /// G8 rules (`pacing.lua`) and their rebuild after Redis lost its data
-/// (`pacing_rebuild.lua`), and the operations (`quota_ops.lua`).
+/// (`pacing_rebuild.lua`), the shared G4 cascade detector (`cascade.lua`), and the operations
+/// (`quota_ops.lua`).
 const SOURCE: &str = concat!(
     include_str!("quota.lua"),
     include_str!("pacing.lua"),
     include_str!("pacing_rebuild.lua"),
+    include_str!("cascade.lua"),
     include_str!("quota_ops.lua")
 );
 
@@ -59,8 +61,13 @@ pub(crate) enum Op {
 }
 
 /// A response as the script reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct ObserveArgs {
+    /// The response was a rate limit (G4 counts it).
+    pub limited: bool,
+    /// The agent the grant was made for, if known (G4 counts distinct agents; else the
+    /// process counts as one).
+    pub agent: Option<Arc<str>>,
     /// The grant's ledger (0: no grant).
     pub ledger: u64,
     /// `x-ratelimit-limit`, 0 if absent.
@@ -149,6 +156,16 @@ pub(crate) struct Fixed {
     pub slot_ms: u64,
     /// The shared G8 rules, if the resource has them (`keys[5..]` hold their state).
     pub pacing: Option<Arc<PacingArgs>>,
+    /// The shared G4 cascade detector's settings, if this process shares it.
+    pub cascade: Option<CascadeArgs>,
+}
+
+/// [`Cascade`](resilience_core::governor::Cascade) as the script reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CascadeArgs {
+    pub agents: u32,
+    pub window_ms: u64,
+    pub clear_after: u32,
 }
 
 impl Fixed {
@@ -168,6 +185,7 @@ impl Fixed {
             yield_ms: 0,
             slot_ms: 1,
             pacing: None,
+            cascade: None,
         }
     }
 }
@@ -197,6 +215,8 @@ pub(crate) const YIELDING: i64 = 5;
 pub(crate) const PACED: i64 = 6;
 /// The shared concurrency cap.
 pub(crate) const IN_FLIGHT: i64 = 7;
+/// G4 sequential mode, shared: a call is in flight.
+pub(crate) const SEQUENTIAL: i64 = 8;
 
 /// The script's reply, field by field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,11 +246,13 @@ pub(crate) struct Reply {
     pub in_flight: u64,
     /// The in-flight slot an acquire's grant was counted in.
     pub slot: u64,
+    /// G4 sequential mode is on (the shared cascade detector).
+    pub sequential: bool,
 }
 
 impl Reply {
     fn from_ints(v: &[i64]) -> Option<Self> {
-        if v.len() < 22 {
+        if v.len() < 23 {
             return None;
         }
         let u = |i: usize| u64::try_from(v[i]).unwrap_or(0);
@@ -257,6 +279,7 @@ impl Reply {
             lease_left_ms: u(19),
             in_flight: u(20),
             slot: u(21),
+            sequential: v[22] == 1,
         })
     }
 }
@@ -363,7 +386,13 @@ pub(crate) async fn call(
                     Backoff::Limit => 1,
                     Backoff::Good => 2,
                 })
-                .arg(o.backoff_cap_ms);
+                .arg(o.backoff_cap_ms)
+                .arg(u8::from(o.limited))
+                .arg(o.agent.as_deref().unwrap_or(""));
+            match fixed.cascade {
+                Some(c) => inv.arg(c.agents).arg(c.window_ms).arg(c.clear_after),
+                None => inv.arg(0).arg(0).arg(0),
+            };
         }
         Op::Block { ms } => {
             inv.arg(ms);
@@ -385,16 +414,17 @@ mod tests {
         let f = Fixed::new("app", "core");
         assert!(f.keys.iter().all(|k| k.starts_with("{app:core}:")));
         assert_eq!(f.channel, "app:ev:core");
-        let mut v = vec![1_i64; 22];
+        let mut v = vec![1_i64; 23];
         v[2] = -5;
         v[20] = 7;
         v[21] = 9;
-        let r = Reply::from_ints(&v).expect("22 fields");
+        let r = Reply::from_ints(&v).expect("23 fields");
         assert_eq!(
             (r.status, r.wait_ms, r.from_reserve, r.in_flight, r.slot),
             (GO, 0, true, 7, 9)
         );
-        assert!(Reply::from_ints(&v[..21]).is_none());
+        assert!(r.sequential);
+        assert!(Reply::from_ints(&v[..22]).is_none());
         assert_eq!(script().get_hash().len(), 40);
     }
 }

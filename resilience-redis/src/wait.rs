@@ -48,7 +48,10 @@ pub(crate) fn plan(
             sleep: wait.delay + wake_jitter(priority, policy),
             wakeable: false,
         },
-        QuotaWaitReason::Recovering | QuotaWaitReason::Yielding | QuotaWaitReason::InFlight => {
+        QuotaWaitReason::Recovering
+        | QuotaWaitReason::Yielding
+        | QuotaWaitReason::InFlight
+        | QuotaWaitReason::Sequential => {
             let poll = policy.poll.mul_f64(0.5 + fastrand::f64() / 2.0);
             Plan {
                 sleep: wait.delay.min(poll),

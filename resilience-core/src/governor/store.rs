@@ -14,8 +14,8 @@
 //! The only implementation is the in-process one. The `resilience-redis` crate does not
 //! implement this trait: each process keeps its own governor (and store), and consults a
 //! quota shared through Redis before each call, which holds the primary quota, the G6 block,
-//! leases and reservations; the breaker, the cascade log and the pacing rules stay per
-//! process.
+//! leases and reservations, and, when asked, the G8 rules and the G4 cascade detector; the
+//! predictive breaker (G3) stays per process (it reads the headers' global `remaining`).
 
 use super::config::ResourceConfig;
 use super::decision::{AgentId, Decision, Grant, ResourceId, Ticket};
