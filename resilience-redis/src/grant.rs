@@ -72,6 +72,11 @@ impl QuotaGrant {
         self.express
     }
 
+    /// The agent it was made for, if named ([`for_agent`](Self::for_agent)).
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
     /// Names the agent the call is made for: a rate limit its response reports counts as
     /// that agent's in the shared G4 detector
     /// ([`QuotaSpec::shared_cascade`](crate::QuotaSpec::shared_cascade)); without a name,

@@ -220,3 +220,38 @@ async fn g7_g4_a_new_quota_window_ends_sequential_mode() {
     let s = q.snapshot().await.expect("snapshot");
     assert!(!s.sequential, "{s:?}");
 }
+
+/// `acquire_shared` names the governor's agent: three agents of one process limited through
+/// their permits put the other process in sequential mode too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g4_acquire_shared_counts_the_governors_agents() {
+    use resilience_core::governor::{Governor, Request, ResourceConfig};
+    use resilience_redis::acquire_shared;
+    let Some(srv) = server() else { return };
+    let p = prefix("cascade-gov");
+    let (_ra, a) = node(
+        cfg(&srv.url, &p, "a").reserve_share_permille(0),
+        Some(cascade()),
+    )
+    .await;
+    let (_rb, b) = node(
+        cfg(&srv.url, &p, "b").reserve_share_permille(0),
+        Some(cascade()),
+    )
+    .await;
+    let gov = Governor::builder().seed(7).build().expect("governor");
+    let core = gov
+        .add_resource("core", ResourceConfig::github())
+        .expect("resource");
+    for name in ["picard", "riker", "data"] {
+        // P0: its G6 release window after each 1 ms block is under half a second.
+        let agent = gov.register(name, Priority::P0).expect("agent");
+        let permit = acquire_shared(&gov, &a, agent, core, Request::read())
+            .await
+            .expect("permit");
+        assert_eq!(permit.shared().and_then(|g| g.agent()), Some(name));
+        let _ = permit.observe(&limited()).await;
+        tokio::time::sleep(MS(5)).await;
+    }
+    assert!(b.snapshot().await.expect("snapshot").sequential);
+}
