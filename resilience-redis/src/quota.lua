@@ -70,8 +70,8 @@ if not s.limit then
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
-    fl4 = 0, fc0 = 0, fc1 = 0, fc2 = 0, fc3 = 0, fc4 = 0, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
-    carry_until = 0, cw = 0, sm = 0, cgood = 0, cz = {}}
+    fl4 = 0, fc = {0, 0, 0, 0, 0}, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
+    carry_until = 0, cw = 0}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -93,14 +93,15 @@ local function d(x) return string.format('%d', x) end
 -- The slot width is the state's (its first user's call bound), so processes configured
 -- differently still number slots alike; a grant records its slot number, so a server clock
 -- stepped back cannot make it settle another slot's units.
--- Beside the units, the same slots count the *calls* the script granted (`fc`), whatever
--- they cost (a conditional request costs 0): the shared concurrency cap counts those.
+-- Beside the units, the same slots count the *calls* the script granted (`fc`, one array:
+-- slot i at fc[i + 1]), whatever they cost (a conditional request costs 0): the shared
+-- concurrency cap and the shared G4 sequential mode count those.
 local slot_ms = s.slot_ms
 local slot_now = math.floor(now / slot_ms)
 if slot_now > s.fl_at then
   for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do
     s['fl' .. (k % 5)] = 0
-    s['fc' .. (k % 5)] = 0
+    s.fc[(k % 5) + 1] = 0
   end
   s.fl_at = slot_now
 end
@@ -110,7 +111,8 @@ local function in_flight()
 end
 
 local function calls_in_flight()
-  return s.fc0 + s.fc1 + s.fc2 + s.fc3 + s.fc4
+  local c = s.fc
+  return c[1] + c[2] + c[3] + c[4] + c[5]
 end
 
 -- The ms until fewer than `cap` calls are in flight, if none is settled: the oldest slots
@@ -118,7 +120,7 @@ end
 local function calls_wait(cap)
   local left, w = calls_in_flight(), s.slot_ms
   for k = s.fl_at - 4, s.fl_at do
-    left = left - s['fc' .. (k % 5)]
+    left = left - s.fc[(k % 5) + 1]
     if left < cap then
       w = (k + 5) * s.slot_ms - now
       break
@@ -135,8 +137,8 @@ end
 
 -- Counts a call the script granted now (with its units, `fly`).
 local function fly_call()
-  local f = 'fc' .. (s.fl_at % 5)
-  s[f] = s[f] + 1
+  local i = (s.fl_at % 5) + 1
+  s.fc[i] = s.fc[i] + 1
 end
 
 -- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out) and counted
@@ -149,8 +151,8 @@ local function land(n, at, k)
   if s[f] < n then return false end
   s[f] = s[f] - n
   -- Only the script's grants carry a grant time: this was one call.
-  local c = 'fc' .. (k % 5)
-  if s[c] > 0 then s[c] = s[c] - 1 end
+  local c = (k % 5) + 1
+  if s.fc[c] > 0 then s.fc[c] = s.fc[c] - 1 end
   -- A waiter refused by the shared concurrency cap (pacing.lua) waits for this.
   if s.cw == 1 then
     redis.call('PUBLISH', channel, 'q')
@@ -260,7 +262,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
   s.moved, s.carry, s.carry_until = 0, 0, 0
   -- G4: the limit that started a cascade has cleared with the window.
-  s.sm, s.cgood, s.cz = 0, 0, {}
+  s.sm, s.cgood, s.cz = nil, nil, nil
   redis.call('DEL', K_H, K_R)
   local all = redis.call('HGETALL', K_L)
   for i = 1, #all, 2 do

@@ -40,7 +40,7 @@ elseif op == 'acq' then
     status, reason, wait = 2, pwhy, pwait
     -- A settled grant wakes the waiters of the concurrency cap.
     if pwhy == 7 then s.cw = 1 end
-  elseif s.sm == 1 and calls_in_flight() >= 1 then
+  elseif s.sm and calls_in_flight() >= 1 then
     -- G4 sequential mode (cascade.lua): one call at a time; a settled grant wakes them.
     status, reason, wait = 2, 8, calls_wait(1)
     s.cw = 1
@@ -218,4 +218,4 @@ redis.call('SET', K_Q, cmsgpack.pack(s))
 return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
   lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
   s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
-  in_flight(), s.fl_at, s.sm}
+  in_flight(), s.fl_at, s.sm and 1 or 0}
