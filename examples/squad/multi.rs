@@ -20,7 +20,8 @@
 use resilience_core::clock::Clock;
 use resilience_core::governor::ResourceId;
 use resilience_core::governor::{
-    AgentId, Governor, Observation, Pacing, ResetAt, ResourceConfig, SpacingRule, WindowRule,
+    AgentId, Cascade, Governor, Observation, Pacing, ResetAt, ResourceConfig, SpacingRule,
+    WindowRule,
 };
 use resilience_core::sleep::AsyncSleeper;
 use resilience_emulator::server::EmulatorServer;
@@ -309,6 +310,12 @@ async fn worker() -> Result<(), RunError> {
         .sleeper(sleeper.clone())
         .seed(seed.wrapping_add(k as u64 + 1))
         .build()?;
+    // G4 across the workers: agents limited in different processes add up (its window in
+    // Redis's real time, as the rules').
+    let cascade = Cascade {
+        window: config.cascade.window.div_f64(speedup),
+        ..config.cascade.clone()
+    };
     let resource = governor.add_resource("core", config)?;
     let mut agents = BTreeMap::new();
     for a in &part.agents {
@@ -323,7 +330,7 @@ async fn worker() -> Result<(), RunError> {
     )
     .await?;
     let hour = Duration::from_secs(3_600).div_f64(speedup);
-    let mut spec = QuotaSpec::new(u64::from(limits.primary_limit), hour);
+    let mut spec = QuotaSpec::new(u64::from(limits.primary_limit), hour).shared_cascade(cascade);
     if shared_pacing {
         spec = spec.shared_pacing(real_time_pacing(&ResourceConfig::github().pacing, speedup));
     }
