@@ -7,7 +7,7 @@ use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
-use super::nesting::{current_depth, AsyncAttempts, AttemptName, DepthGuard};
+use super::nesting::{current_depth, AttemptName, DepthGuard};
 use super::sink::report_retry_after;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -28,14 +28,6 @@ pub struct Call<'a, I, C> {
     pub(super) idempotency: I,
     pub(super) classifier: C,
     pub(super) total_timeout: Option<Duration>,
-}
-
-/// A single-attempt call ([`RunOnce`]) names its attempt by its address: it has only one.
-impl<I, C> AsyncAttempts for Call<'_, I, C> {
-    #[inline]
-    fn nth(&self) -> u32 {
-        1
-    }
 }
 
 impl<'a> Call<'a, NotIdempotent, AllTransient> {

@@ -34,6 +34,9 @@ pin_project_lite::pin_project! {
         call: Call<'a, I, C>,
         // The depth the attempt runs at; 0 until the first poll reads the caller's.
         inner_depth: u32,
+        // The attempt's own number (see `DepthGuard::attempt`), given at the first poll: a
+        // call that replaces a cancelled one at the same address is another attempt (R12).
+        nth: u32,
     }
 }
 
@@ -46,6 +49,7 @@ impl<'a, I, C, F> RunOnce<'a, I, C, F> {
             permit: None,
             call,
             inner_depth: 0,
+            nth: 0,
         }
     }
 }
@@ -78,9 +82,11 @@ where
         };
         let polled = {
             let _depth = if started {
-                DepthGuard::attempt(*this.inner_depth, &*this.call)
+                let (depth, nth) = DepthGuard::attempt(*this.inner_depth, &*this.call);
+                *this.nth = nth;
+                depth
             } else {
-                DepthGuard::resume(*this.inner_depth, &*this.call)
+                DepthGuard::resume(*this.inner_depth, &*this.call, *this.nth)
             };
             fail_on_unwind(this.permit, || attempt.poll(cx))
         };
@@ -94,7 +100,7 @@ where
         this.attempt.set(None);
         *this.timer = None;
         this.call
-            .finish_once(this.permit.take(), &result, name_of(&*this.call));
+            .finish_once(this.permit.take(), &result, name_of(&*this.call, *this.nth));
         Poll::Ready(result)
     }
 }
