@@ -86,6 +86,12 @@ impl Level {
     }
 }
 
+/// An attempt started by [`DepthGuard::enter_attempt`] for a part of it that runs now,
+/// handed to [`Call::run_once_async_in`](crate::retry::Call::run_once_async_in) so that the
+/// future that runs the rest of it carries on the same attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptTag(pub(crate) AttemptName);
+
 /// The name of the attempt numbered `nth` (see [`DepthGuard::attempt`]) of the async loop
 /// whose state is `state`.
 #[inline]
@@ -216,6 +222,18 @@ impl DepthGuard {
         Self::set(current_depth().saturating_add(1))
     }
 
+    /// Enters one more level of nesting in a new attempt, whose tag is returned: for the
+    /// synchronous part of a single attempt whose future runs later (a run-once `impl Future`
+    /// fn's body makes its future now). The future, run with
+    /// [`Call::run_once_async_in`](crate::retry::Call::run_once_async_in) and this tag, is
+    /// the same attempt: a nested call's Retry-After reported in either part is the
+    /// attempt's own, and reaches the sink once (R12).
+    #[inline]
+    pub fn enter_attempt() -> (Self, AttemptTag) {
+        let (guard, name) = Self::start(current_depth().saturating_add(1));
+        (guard, AttemptTag(name))
+    }
+
     /// Starts a sync attempt at `depth` until the guard is dropped: the code it runs is
     /// inside a new attempt, whose number ([`Level::attempt`]) is returned for the loop to
     /// decide with. A new number ([`fresh_number`]): no report anywhere can name it yet.
@@ -274,6 +292,16 @@ impl DepthGuard {
             depth,
             nth,
             attempt: address(state),
+        })
+    }
+
+    /// Runs (or resumes) the attempt named `name` at `depth`.
+    #[inline]
+    pub(crate) fn named(depth: u32, name: AttemptName) -> Self {
+        Self::at(Level {
+            depth,
+            nth: name.nth,
+            attempt: name.id,
         })
     }
 
