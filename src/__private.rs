@@ -2,7 +2,8 @@
 //!
 //! Expansions of `#[retry_service_operation]` put one `CallSite` in a `static` inside the
 //! annotated fn and hand the fn body to `sync_retry` (async: drive `async_loop`, awaiting
-//! `step` with the body as each attempt; `sync_once` / `async_once` for a fn that runs once);
+//! `step` with the body as each attempt; `sync_once` / `async_once` for a fn that runs once,
+//! `in_attempt` + `async_once_in` for a run-once fn returning `impl Future`);
 //! each retried attempt starts from `fresh` clones of the by-value arguments (M4).
 //!
 //! Every entry point an attempt goes through bounds its error type by
@@ -27,6 +28,7 @@ pub use resilience_config::CodeDeclared;
 
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use resilience_core::retry::nesting::{AttemptTag, DepthGuard};
 use resilience_core::retry::{AllTransient, Call, Classifier, ErrorClass};
 
 /// The error type of a guarded fn: it must carry the framework's refusals and render for logs.
@@ -200,10 +202,23 @@ impl<M: FnOnce() -> F, F: Future> Future for Deferred<M, F> {
 /// Runs the synchronous part of a run-once `impl Future` fn's body (what makes the attempt's
 /// future) one nesting level deeper, as the attempt itself runs (R6): a guarded call made
 /// there is nested. (A retried one defers its body into the attempt: [`deferred`].)
+///
+/// It runs inside the fn's one attempt, which [`async_once_in`] carries on with the future:
+/// a nested call's 429 the future then returns is known as the attempt's own and reaches
+/// the sink once (R12), not a second time from the fn's own attempt.
 #[inline(always)]
-pub fn in_attempt<R>(make: impl FnOnce() -> R) -> R {
-    let _depth = resilience_core::retry::nesting::DepthGuard::enter();
-    make()
+pub fn in_attempt<F>(make: impl FnOnce() -> F) -> InAttempt<F> {
+    let (_depth, tag) = DepthGuard::enter_attempt();
+    InAttempt {
+        future: make(),
+        tag,
+    }
+}
+
+/// The future a run-once `impl Future` fn's body made in [`in_attempt`], and that attempt.
+pub struct InAttempt<F> {
+    future: F,
+    tag: AttemptTag,
 }
 
 /// The async driver for one call of a retried (idempotent) annotated fn; a fn that runs once
@@ -313,6 +328,18 @@ pub async fn async_once<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
         .await
 }
 
+/// [`async_once`] for the future of a run-once `impl Future` fn, made in [`in_attempt`]: the
+/// rest of that attempt.
+pub async fn async_once_in<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
+    site: &'static CallSite,
+    attempt: InAttempt<F>,
+) -> Result<T, E> {
+    site.guard()
+        .call(site.operation())
+        .run_once_async_in(attempt.tag, attempt.future)
+        .await
+}
+
 /// [`sync_once`] for a write declared with `classify = …`: it still runs once; the
 /// classifier only picks the errors whose Retry-After reaches the service's sink
 /// (`RuntimeBuilder::retry_after_sink`, e.g. the governor's G6 block).
@@ -338,5 +365,18 @@ pub async fn async_once_with<T, E: RetryableError, F: Future<Output = Result<T, 
         .call(site.operation())
         .classify(classifier)
         .run_once_async(attempt)
+        .await
+}
+
+/// The [`async_once_in`] of a write declared with `classify = …`.
+pub async fn async_once_in_with<T, E: RetryableError, F: Future<Output = Result<T, E>>>(
+    site: &'static CallSite,
+    classifier: ErasedClassifier<'_, E>,
+    attempt: InAttempt<F>,
+) -> Result<T, E> {
+    site.guard()
+        .call(site.operation())
+        .classify(classifier)
+        .run_once_async_in(attempt.tag, attempt.future)
         .await
 }

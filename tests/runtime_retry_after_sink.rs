@@ -42,6 +42,7 @@ struct World {
     write_sink: Arc<RecordingSink>,
     reload_sink: Arc<RecordingSink>,
     backoff_sink: Arc<RecordingSink>,
+    future_sink: Arc<RecordingSink>,
     governor: Arc<Governor>,
     core: ResourceId,
 }
@@ -67,6 +68,10 @@ fn world() -> &'static World {
             heard: Mutex::default(),
             answer: Duration::from_secs(2),
         });
+        let future_sink = Arc::new(RecordingSink {
+            heard: Mutex::default(),
+            answer: Duration::from_secs(2),
+        });
         let governor = Arc::new(
             Governor::builder()
                 .clock(clock.clone())
@@ -88,6 +93,7 @@ fn world() -> &'static World {
             .retry_after_sink("rt_write", write_sink.clone())
             .retry_after_sink("rt_reloaded", reload_sink.clone())
             .retry_after_sink("rt_backoff", backoff_sink.clone())
+            .retry_after_sink("rt_future_write", future_sink.clone())
             .retry_after_sink(
                 "rt_governed",
                 Arc::new(RetryAfterLink::new(governor.clone(), core, planner)),
@@ -103,6 +109,7 @@ fn world() -> &'static World {
             write_sink,
             reload_sink,
             backoff_sink,
+            future_sink,
             governor,
             core,
         }
@@ -252,6 +259,38 @@ fn r12_g6_a_write_runs_once_and_its_retry_after_reaches_the_sink_own_or_inherite
         ]
     );
     assert_eq!(slept_since(w, before), [], "a write never waits to retry");
+}
+
+#[retry_service_operation(service = "rt_future_write", classify = ByHint)]
+fn fetch_token() -> Result<u32, GhError> {
+    Err(GhError::Throttled(30))
+}
+
+// A write returning `impl Future`: its synchronous part runs now, and its nested call's 429
+// is what the future returns.
+#[retry_service_operation(service = "rt_future_write", classify = ByHint)]
+fn post_comment() -> impl std::future::Future<Output = Result<u32, GhError>> {
+    let token = fetch_token();
+    async move { token }
+}
+
+/// A run-once `impl Future` fn's synchronous part is inside its one attempt: a nested call
+/// there that gets a 429, returned by the fn's future, reaches the sink once. Before, the
+/// synchronous part ran in the caller's attempt (none here), so the fn's own attempt did not
+/// know the report and told the sink again: two G6 release slots for one 429.
+#[test]
+fn r12_a_run_once_impl_future_fns_nested_429_from_its_sync_part_reaches_the_sink_once() {
+    let (_turn, w) = turn();
+    let out = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(post_comment());
+    assert_eq!(out, Err(GhError::Throttled(30)));
+    assert_eq!(
+        *w.future_sink.heard.lock().unwrap(),
+        [("rt_future_write".to_owned(), Duration::from_secs(30))],
+        "one 429, told once"
+    );
 }
 
 static RELOADED_SITE_RUNS: AtomicU32 = AtomicU32::new(0);

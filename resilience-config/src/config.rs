@@ -1,6 +1,6 @@
 //! The loaded configuration and per-service resolution with provenance (C11, C13).
 
-use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::diagnostics::{Diagnostic, Diagnostics, Note};
 use crate::env::{EnvLayer, EnvSource, Globals, ProcessEnv};
 use crate::keys::{GlobalKey, DEFAULT_PREFIX};
 use crate::overrides::{self, ServiceOverride};
@@ -40,6 +40,8 @@ struct Inner {
     env: EnvLayer,
     overrides: BTreeMap<String, ServiceOverride>,
     diagnostics: Vec<Diagnostic>,
+    /// Debug-level notes, logged with the diagnostics (never while loading).
+    notes: Vec<Note>,
 }
 
 impl Config {
@@ -57,10 +59,11 @@ impl Config {
     }
 
     /// Emits one `tracing` warning (target `resilience_config`) per
-    /// [diagnostic](Self::diagnostics), in the order they were found. The constructors other
-    /// than [`from_env_unlogged`](Self::from_env_unlogged) call it themselves.
+    /// [diagnostic](Self::diagnostics), and one debug event per ignored `service_name` key
+    /// (C7), in the order they were found. The constructors other than
+    /// [`from_env_unlogged`](Self::from_env_unlogged) call it themselves.
     pub fn log_diagnostics(&self) {
-        crate::diagnostics::log(&self.inner.diagnostics);
+        crate::diagnostics::log(&self.inner.diagnostics, &self.inner.notes);
     }
 
     /// Reads `source` under the `CLEVERAGENTS` prefix.
@@ -87,12 +90,14 @@ impl Config {
             ),
             None => BTreeMap::new(),
         };
+        let (diagnostics, notes) = diags.into_parts();
         Self {
             inner: Arc::new(Inner {
                 prefix: prefix.to_owned(),
                 env,
                 overrides,
-                diagnostics: diags.into_vec(),
+                diagnostics,
+                notes,
             }),
         }
     }

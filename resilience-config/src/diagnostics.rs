@@ -118,13 +118,34 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Collects diagnostics; the config logs them once it is built (see [`log`]).
+/// Collects diagnostics, and the debug-level notes found among them; the config logs both
+/// once it is built (see [`log`]), never while loading: a config loaded inside a one-time
+/// initialiser (the process-wide runtime's) must log nothing there (C8).
 #[derive(Debug, Default)]
-pub(crate) struct Diagnostics(Vec<Diagnostic>);
+pub(crate) struct Diagnostics {
+    found: Vec<Diagnostic>,
+    notes: Vec<Note>,
+}
 
-/// Emits one `tracing` warning per diagnostic, in the order they were found.
-pub(crate) fn log(diagnostics: &[Diagnostic]) {
-    for d in diagnostics {
+/// Something the load did that is no problem, said at debug level: a `service_name` key given
+/// once in an override is ignored (C7). Kept with its place among the diagnostics, so that
+/// everything is logged in the order it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Note {
+    /// How many diagnostics were found before it.
+    after: usize,
+    /// The JSON path of the ignored key.
+    path: String,
+}
+
+/// Emits one `tracing` warning per diagnostic and one debug event per note, in the order they
+/// were found.
+pub(crate) fn log(diagnostics: &[Diagnostic], notes: &[Note]) {
+    let mut notes = notes.iter().peekable();
+    for (i, d) in diagnostics.iter().enumerate() {
+        while let Some(n) = notes.next_if(|n| n.after <= i) {
+            log_note(n);
+        }
         tracing::warn!(
             target: "resilience_config",
             env_var = %d.env_var,
@@ -134,15 +155,29 @@ pub(crate) fn log(diagnostics: &[Diagnostic]) {
             d.message
         );
     }
+    notes.for_each(log_note);
+}
+
+fn log_note(note: &Note) {
+    tracing::debug!(target: "resilience_config", path = %note.path,
+        "`service_name` in an override is ignored");
 }
 
 impl Diagnostics {
     pub(crate) fn push(&mut self, d: Diagnostic) {
-        self.0.push(d);
+        self.found.push(d);
     }
 
-    pub(crate) fn into_vec(self) -> Vec<Diagnostic> {
-        self.0
+    /// Notes that the `service_name` key at `path` was ignored (C7), to be logged later.
+    pub(crate) fn note_ignored(&mut self, path: String) {
+        self.notes.push(Note {
+            after: self.found.len(),
+            path,
+        });
+    }
+
+    pub(crate) fn into_parts(self) -> (Vec<Diagnostic>, Vec<Note>) {
+        (self.found, self.notes)
     }
 }
 

@@ -1,7 +1,9 @@
 //! A top-level override key that is a section or setting, not a service (C2): the service
 //! level is missing. The message offers a fix that is itself valid: the user's own object
 //! when it is small and valid for that section (or for the other section, where its settings
-//! then belong), else a valid example for it.
+//! then belong), else a valid example for it. Except `enabled` under `retry`: it is the
+//! breaker's switch, and moved there `false` would remove the breaker (C5); the fix for it
+//! stops retries instead (`max_attempts: 1`) and says why.
 //!
 //! A service may be named like a section or setting (C11): a body holding a `retry` or
 //! `circuit_breaker` section shows a service, and is read as one. The name is matched
@@ -35,14 +37,22 @@ pub(crate) fn missing_service(key: &str, value: &str) -> Option<String> {
     let (section, inner) = match setting {
         None => match own_section(value, section) {
             Some(own) => (section, own),
-            // Settings of the other section under this one: the fix moves them there.
-            None => match own_section(value, other_section(section)) {
-                Some(own) => {
-                    moved = ", and its settings belong to the other section";
-                    (other_section(section), own)
+            // `enabled` under `retry`: the breaker's switch, which moved there would remove
+            // the breaker (C5), when the user meant no retries.
+            None if section == "retry" => match retry_enabled(value) {
+                Some(false) => {
+                    moved = ", and `enabled` is the circuit breaker's switch: moved there, \
+                             `false` would turn the circuit breaker off; to stop retrying, set \
+                             `max_attempts` to 1";
+                    (section, r#"{"max_attempts": 1}"#.to_owned())
                 }
-                None => (section, example_section(section)),
+                Some(true) => {
+                    moved = ", and `enabled` is the circuit breaker's switch, not retries'";
+                    (section, example_section(section))
+                }
+                None => other_or_example(value, section, &mut moved),
             },
+            None => other_or_example(value, section, &mut moved),
         },
         Some(k) => (
             section,
@@ -64,6 +74,30 @@ pub(crate) fn missing_service(key: &str, value: &str) -> Option<String> {
     Some(format!(
         r#"{written}, not a service: the service is missing{moved}; write {{"plan_service": {{"{section}": {inner}}}}} with your service's name; ignored"#
     ))
+}
+
+/// The fix for a section object that is not valid for its own `section`: moved to the
+/// other section if it is valid there (and `moved` says so), else an example.
+fn other_or_example(
+    value: &str,
+    section: &'static str,
+    moved: &mut &str,
+) -> (&'static str, String) {
+    match own_section(value, other_section(section)) {
+        Some(own) => {
+            *moved = ", and its settings belong to the other section";
+            (other_section(section), own)
+        }
+        None => (section, example_section(section)),
+    }
+}
+
+/// Whether a `retry` section object holds `enabled` (the breaker's switch, C5): `Some` of
+/// whether it is on (anything but `false`).
+fn retry_enabled(value: &str) -> Option<bool> {
+    let members = Members::parse(value).ok()?;
+    let (_, v) = members.0.iter().find(|(k, _)| k == "enabled")?;
+    Some(v.get().trim() != "false")
 }
 
 /// `retry` for `circuit_breaker`, and the other way round.

@@ -402,7 +402,9 @@ impl Ctx<'_> {
     /// at two objects merged by hand), which skips nothing, since no value is in doubt.
     fn ignored(&mut self, path: &str, times: usize) {
         if times == 1 {
-            trace_ignored(path);
+            // Logged with the diagnostics, not here: a load may run inside a one-time
+            // initialiser that a subscriber's shipping call would re-enter (C8).
+            self.diags.note_ignored(path.to_owned());
             return;
         }
         self.push(
@@ -438,10 +440,6 @@ fn did_you_mean(key: &str, options: &[&str]) -> String {
         Some(k) => format!("; did you mean `{k}`?"),
         None => format!("; valid keys: {}", options.join(", ")),
     }
-}
-
-fn trace_ignored(path: &str) {
-    tracing::debug!(target: "resilience_config", path, "`service_name` in an override is ignored");
 }
 
 /// A user-supplied key as it may appear in a path or message (sanitized).

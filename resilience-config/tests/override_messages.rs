@@ -325,6 +325,32 @@ fn c2_a_missing_service_offers_a_valid_fix() {
     }
 }
 
+/// C2/C5: `enabled` under `retry` without its service is not moved to the breaker section:
+/// there it means "no circuit breaker at all" (C5), not "no retries", and a user who copied
+/// the fix would lose the breaker. The fix stops retries instead, and the message says why.
+#[test]
+fn c2_c5_enabled_under_retry_is_not_moved_to_turn_the_breaker_off() {
+    for json in [
+        r#"{"retry": {"enabled": false}}"#,
+        r#"{"retry": {"enabled": false, "failure_threshold": 3}}"#,
+    ] {
+        let (m, fix) = missing_service(json);
+        assert_eq!(
+            fix, r#"{"plan_service": {"retry": {"max_attempts": 1}}}"#,
+            "{json}: {m}"
+        );
+        assert!(
+            m.contains("would turn the circuit breaker off"),
+            "{json}: {m}"
+        );
+        assert!(!m.contains("belong to the other section"), "{json}: {m}");
+    }
+    // `enabled: true` asks for nothing retries lack: a retry example, and the same warning.
+    let (m, fix) = missing_service(r#"{"retry": {"enabled": true}}"#);
+    assert!(fix.starts_with(r#"{"plan_service": {"retry": "#), "{m}");
+    assert!(m.contains("the circuit breaker's switch"), "{m}");
+}
+
 /// C2: a section given twice without its service is a missing service too, not a service
 /// called `retry` told to write `retry.retry.max_attempts`.
 #[test]

@@ -40,8 +40,10 @@
 //!
 //! where `P` is `::resilience::__private` (or `<crate>::__private`). A not-idempotent fn
 //! makes its single attempt through `P::sync_once` / `P::async_once` (`P::sync_once_with` /
-//! `P::async_once_with` when it names a classifier), which take the attempt by value: no
-//! loop, so its body may move its arguments as written (M4). In a retried fn,
+//! `P::async_once_with` when it names a classifier; a fn returning `impl Future` makes its
+//! future in `P::in_attempt` and runs it with `P::async_once_in`, the same attempt), which
+//! take the attempt by value: no loop, so its body may move its arguments as written (M4).
+//! In a retried fn,
 //! each attempt first shadows every by-value argument with a clone of it
 //! ([`fresh`](crate::fresh)), so the attempt only borrows the originals and its body may
 //! consume the clones; a non-`Clone` argument is an error on it (M4).
@@ -194,8 +196,10 @@ pub(crate) fn expand(plan: &Plan, item: &ItemFn) -> TokenStream {
         // synchronous part runs even if the breaker then refuses the future.
         // The returned block is spanned on the error type too: its future's bounds are
         // checked there (see `await_`).
+        // The synchronous part and the future are one attempt (`in_attempt`, `async_once_in`):
+        // a nested 429 the future returns is told to the sink once (R12).
         (Shape::ImplFuture, false) => {
-            let (async_once, classifier) = once_fn(&driver_fn, "async_once", &classifier);
+            let (async_once, classifier) = once_fn(&driver_fn, "async_once_in", &classifier);
             let fut = quote_spanned! {plan.error_span=>
                 async move {
                     #async_once(&#site, #classifier #attempt) #await_

@@ -3,7 +3,7 @@
 
 use crate::args::{sym, Secs, Spanned};
 use crate::diag::Ctxt;
-use crate::ranges::{attempts_problem, secs_problem};
+use crate::ranges::{attempts_problem, secs_problem, shown_secs};
 use proc_macro2::Span;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
 
@@ -78,9 +78,13 @@ pub(crate) fn secs(
     value: Option<Expr>,
 ) -> Option<Spanned<Secs>> {
     let expr = need_value(ctxt, name, key, value, "30")?;
-    if let Some((digits, suffix)) = unit_suffix(&expr, NUMBER_SUFFIXES.len()) {
-        let fix = match in_seconds(&digits, &suffix) {
-            Some(s) => format!("write `{name} = {s}`"),
+    if let Some(unit) = unit_suffix(&expr, NUMBER_SUFFIXES.len()) {
+        // The value in seconds is offered only if the argument takes it (as `misfit` does).
+        let fix = match in_seconds(&unit.digits, &unit.suffix) {
+            Some(s) => match secs_problem(name, s) {
+                None => format!("write `{name} = {}`", shown_secs(s)),
+                Some(why) => format!("`{}` is {} seconds, and {why}", unit.written, shown_secs(s)),
+            },
             None => format!("e.g. `{name} = 0.5` for half a second"),
         };
         ctxt.error(
@@ -139,7 +143,8 @@ pub(crate) fn count(
     value: Option<Expr>,
 ) -> Option<Spanned<u64>> {
     let expr = need_value(ctxt, name, key, value, "3")?;
-    if let Some((_, suffix)) = unit_suffix(&expr, INT_SUFFIXES) {
+    if let Some(unit) = unit_suffix(&expr, INT_SUFFIXES) {
+        let suffix = unit.suffix;
         ctxt.error(
             span_of(&expr),
             format!(
@@ -236,22 +241,42 @@ const NUMBER_SUFFIXES: [&str; 14] = [
 ];
 const INT_SUFFIXES: usize = 12;
 
-/// The digits and suffix of a number literal unless the suffix is none or one of the first
+/// A number literal written with a unit (or any suffix that is not a type).
+struct Unit {
+    /// Its value in base 10, with its `-` if negated (`-30`).
+    digits: String,
+    suffix: String,
+    /// As written (`-30ms`).
+    written: String,
+}
+
+/// The number literal `expr`, negated or not, unless its suffix is none or one of the first
 /// `allowed` type suffixes. Rust lexes `30ms` as the number 30 with the suffix `ms`, and
 /// attribute tokens are never type-checked: without this, `total_timeout = 30ms` would
-/// silently mean 30 seconds.
-fn unit_suffix(expr: &Expr, allowed: usize) -> Option<(String, String)> {
-    let (digits, suffix) = match peel(expr) {
+/// silently mean 30 seconds (and `-30ms` be told only that it is below zero).
+fn unit_suffix(expr: &Expr, allowed: usize) -> Option<Unit> {
+    let (sign, lit) = match peel(expr) {
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => ("-", peel(inner)),
+        other => ("", other),
+    };
+    let (digits, suffix, written) = match lit {
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        }) => (i.base10_digits(), i.suffix()),
+        }) => (i.base10_digits(), i.suffix(), i.to_string()),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
-        }) => (f.base10_digits(), f.suffix()),
+        }) => (f.base10_digits(), f.suffix(), f.to_string()),
         _ => return None,
     };
-    (!suffix.is_empty() && !NUMBER_SUFFIXES[..allowed].contains(&suffix))
-        .then(|| (digits.to_owned(), suffix.to_owned()))
+    (!suffix.is_empty() && !NUMBER_SUFFIXES[..allowed].contains(&suffix)).then(|| Unit {
+        digits: format!("{sign}{digits}"),
+        suffix: suffix.to_owned(),
+        written: format!("{sign}{written}"),
+    })
 }
 
 /// Reports a number whose type suffix cannot hold it (`300u8`, `-1u32`, `1e40f32`), or a float
@@ -459,6 +484,63 @@ mod tests {
             m.ends_with("e.g. `total_timeout = 1_000_000_000_000`"),
             "{m}"
         );
+    }
+
+    /// The number a message offers as the fix (`write `name = N``), if any.
+    fn offered<'m>(name: &str, message: &'m str) -> Option<&'m str> {
+        let start = message.find(&format!("write `{name} = "))? + name.len() + 10;
+        let len = message[start..].find('`')?;
+        Some(&message[start..start + len])
+    }
+
+    /// M3: a unit suffix (`30ms`) is told the value in seconds, but offered as the fix only
+    /// when the argument accepts it: not `0` for a timeout that must be > 0, not a value
+    /// that rounds to a zero `Duration`, not `inf` or a number past a `Duration`. A negative
+    /// value is seen through its `-`, so its unit is not silently dropped.
+    #[test]
+    fn m3_a_unit_suffix_offers_only_seconds_that_are_accepted() {
+        for (name, value) in [
+            (sym::TOTAL_TIMEOUT, "30ms"),
+            (sym::TOTAL_TIMEOUT, "0ms"),
+            (sym::TOTAL_TIMEOUT, "1e-10s"),
+            (sym::TOTAL_TIMEOUT, "5us"),
+            (sym::MAX_DELAY, "1e306h"),
+            (sym::MAX_DELAY, "2min"),
+            (sym::BASE_DELAY, "3e19s"),
+            (sym::BASE_DELAY, "-30ms"),
+            (sym::BASE_DELAY, "1e-12s"),
+        ] {
+            let m = only_error(name, value);
+            assert!(m.contains("with no unit suffix"), "{name} = {value}: {m}");
+            if let Some(fix) = offered(name, &m) {
+                // Typed, then validated, as the attribute does.
+                assert_eq!(
+                    errors(name, fix),
+                    Vec::<String>::new(),
+                    "{name} = {value}: {m}"
+                );
+                let secs: f64 = fix.parse().expect(fix);
+                assert_eq!(secs_problem(name, secs), None, "{name} = {value}: {m}");
+            }
+        }
+        assert_eq!(
+            only_error(sym::TOTAL_TIMEOUT, "30ms"),
+            "`total_timeout` is a plain number of seconds, with no unit suffix: write `total_timeout = 0.03`"
+        );
+        assert_eq!(
+            only_error(sym::TOTAL_TIMEOUT, "0ms"),
+            "`total_timeout` is a plain number of seconds, with no unit suffix: `0ms` is 0 seconds, and `total_timeout` must be a finite number of seconds > 0, got 0"
+        );
+        assert_eq!(
+            only_error(sym::BASE_DELAY, "-30ms"),
+            "`base_delay` is a plain number of seconds, with no unit suffix: `-30ms` is -0.03 seconds, and `base_delay` must be a finite number of seconds >= 0, got -0.03"
+        );
+        assert_eq!(
+            only_error(sym::MAX_ATTEMPTS, "-3x"),
+            "`max_attempts` takes a whole number: remove the suffix `x`, e.g. `max_attempts = 3`"
+        );
+        // A delay of 1e-12 s is valid (it may be zero), and offered in a form that reads back.
+        assert!(offered(sym::BASE_DELAY, &only_error(sym::BASE_DELAY, "1e-12s")).is_some());
     }
 
     /// M3: a float literal with an integer suffix (`1e3u32`) is not a number too large for

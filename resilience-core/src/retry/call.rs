@@ -7,7 +7,7 @@ use super::driver::{AsyncLoop, RunAsync, RunOnce, SyncLoop};
 use super::events;
 use super::guard::ServiceGuard;
 use super::idempotency::{Idempotency, Idempotent, NotIdempotent};
-use super::nesting::{current_depth, AsyncAttempts, AttemptName, DepthGuard};
+use super::nesting::{current_depth, AttemptName, AttemptTag, DepthGuard};
 use super::sink::report_retry_after;
 use crate::breaker::BreakerPermit;
 use crate::error::ResilienceError;
@@ -28,14 +28,6 @@ pub struct Call<'a, I, C> {
     pub(super) idempotency: I,
     pub(super) classifier: C,
     pub(super) total_timeout: Option<Duration>,
-}
-
-/// A single-attempt call ([`RunOnce`]) names its attempt by its address: it has only one.
-impl<I, C> AsyncAttempts for Call<'_, I, C> {
-    #[inline]
-    fn nth(&self) -> u32 {
-        1
-    }
 }
 
 impl<'a> Call<'a, NotIdempotent, AllTransient> {
@@ -134,6 +126,19 @@ impl<'a, I: Idempotency, C> Call<'a, I, C> {
         C: Classifier<E>,
     {
         RunOnce::new(self, attempt)
+    }
+
+    /// [`run_once_async`](Self::run_once_async) for the rest of an attempt that began before
+    /// its future was made: `tag` is from the [`DepthGuard::enter_attempt`] the future was
+    /// made under. A Retry-After that a nested call reported there is then known as this
+    /// attempt's own, and not told to the sink a second time (R12).
+    pub fn run_once_async_in<T, E, F>(self, tag: AttemptTag, attempt: F) -> RunOnce<'a, I, C, F>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<ResilienceError> + fmt::Display,
+        C: Classifier<E>,
+    {
+        RunOnce::named(self, attempt, tag.0)
     }
 
     #[inline]

@@ -18,6 +18,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -25,18 +26,20 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Level {
     pub(crate) depth: u32,
-    /// Which attempt of the async loop named by `attempt` (from 1; 0 for sync attempts,
-    /// whose numbers are new for every attempt). An async loop's attempts share its address,
-    /// and a report made in one of them may be left on a thread the loop moved away from:
-    /// the number keeps a later attempt from taking it as its own.
+    /// For an async attempt, a number of its own ([`fresh_number`], cut to 32 bits) given
+    /// when it starts (0 for sync attempts, whose `attempt` is such a number). An async
+    /// loop's attempts share its address, and so do a cancelled attempt and the next one, or
+    /// a dropped loop and a new one in its place; a report made in one of them may be left
+    /// on a thread, or arrive late from a task spawned with [`propagate`]: the number keeps
+    /// any other attempt from taking it as its own.
     pub(crate) nth: u32,
     /// The enclosing attempt (0: none known). A nested call's Retry-After report names it,
     /// so that attempt's loop can tell the report came from inside it (see `retry::sink`).
     /// Async loops name an attempt by the address of their state, which is pinned (or
-    /// borrowed) while it runs and costs nothing to take; sync loops by an odd number the
-    /// thread hands out ([`DepthGuard::start`]): taking the address of a sync loop's state
-    /// kept the optimizer from holding it in registers (about 2 ns per call). Addresses are
-    /// even, so the two never meet.
+    /// borrowed) while it runs and costs nothing to take, and `nth`; sync loops by an odd
+    /// number ([`DepthGuard::start`]): taking the address of a sync loop's state kept the
+    /// optimizer from holding it in registers (about 2 ns per call). Addresses are even, so
+    /// the two never meet.
     pub(crate) attempt: usize,
 }
 
@@ -56,12 +59,10 @@ pub(crate) struct Reported {
 
 struct Nesting {
     level: Cell<Level>,
-    /// The last sync attempt number handed out on this thread (odd).
-    attempts: Cell<usize>,
-    /// The attempt the last report on this thread was made in (0: no report kept). Apart
-    /// from the report itself so that starting an async attempt, which forgets a report
-    /// made in an earlier attempt at the same address, reads one word. A report found for
-    /// an attempt once it has failed was then made inside it.
+    /// The last attempt number handed out on this thread (odd; see [`fresh_number`]).
+    numbers: Cell<usize>,
+    /// The attempt the last report on this thread was made in (0: no report kept). A report
+    /// that names an attempt was made inside it: names are not reused (see [`Level`]).
     reported_within: Cell<usize>,
     /// That report, valid while `reported_within` is not 0.
     reported: Cell<Reported>,
@@ -85,19 +86,55 @@ impl Level {
     }
 }
 
-/// The state of an async loop, which names its attempts by its address and their number.
-pub(crate) trait AsyncAttempts {
-    /// The running attempt's number, from 1.
-    fn nth(&self) -> u32;
-}
+/// An attempt started by [`DepthGuard::enter_attempt`] for a part of it that runs now,
+/// handed to [`Call::run_once_async_in`](crate::retry::Call::run_once_async_in) so that the
+/// future that runs the rest of it carries on the same attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptTag(pub(crate) AttemptName);
 
-/// The name of the running attempt of the async loop whose state is `state`.
+/// The name of the attempt numbered `nth` (see [`DepthGuard::attempt`]) of the async loop
+/// whose state is `state`.
 #[inline]
-pub(crate) fn name_of<S: AsyncAttempts>(state: &S) -> AttemptName {
+pub(crate) fn name_of<S>(state: &S, nth: u32) -> AttemptName {
     AttemptName {
         id: address(state),
-        nth: state.nth(),
+        nth,
     }
+}
+
+/// How many numbers a thread takes at once from the process-wide range.
+const BLOCK: usize = 1 << 16;
+
+/// The start of the next block of numbers a thread may take; block 0 is never handed out,
+/// so the first number a thread gives is always from a block of its own.
+static NEXT_BLOCK: AtomicUsize = AtomicUsize::new(BLOCK);
+
+/// A number no other attempt in the process has (odd, never 0): attempts name themselves by
+/// it (sync ones alone, async ones with their address). Each thread hands numbers out of a
+/// block of the process-wide range that it alone holds: a report carried to another thread
+/// (by [`propagate`]) names an attempt that no attempt there will ever have. Numbering per
+/// thread (3, 5, 7, … on every thread) let two threads' attempts share a name.
+///
+/// One thread-local add and a test on the path of every attempt; a shared atomic add once
+/// every 32 768 attempts of a thread.
+#[inline]
+fn fresh_number(n: &Nesting) -> usize {
+    let last = n.numbers.get();
+    let next = if last & (BLOCK - 1) == BLOCK - 1 {
+        new_block()
+    } else {
+        last + 2
+    };
+    n.numbers.set(next);
+    next
+}
+
+/// The first number of a block no other thread holds (wrapping over the whole range only
+/// after 2^63 numbers on 64-bit targets).
+#[cold]
+#[inline(never)]
+fn new_block() -> usize {
+    NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed) | 1
 }
 
 const NO_REPORT: Reported = Reported {
@@ -116,7 +153,8 @@ thread_local! {
                 nth: 0,
                 attempt: 0,
             }),
-            attempts: Cell::new(1),
+            // The last number of block 0: the first number handed out takes a block.
+            numbers: Cell::new(BLOCK - 1),
             reported_within: Cell::new(0),
             reported: Cell::new(NO_REPORT),
         }
@@ -184,14 +222,25 @@ impl DepthGuard {
         Self::set(current_depth().saturating_add(1))
     }
 
+    /// Enters one more level of nesting in a new attempt, whose tag is returned: for the
+    /// synchronous part of a single attempt whose future runs later (a run-once `impl Future`
+    /// fn's body makes its future now). The future, run with
+    /// [`Call::run_once_async_in`](crate::retry::Call::run_once_async_in) and this tag, is
+    /// the same attempt: a nested call's Retry-After reported in either part is the
+    /// attempt's own, and reaches the sink once (R12).
+    #[inline]
+    pub fn enter_attempt() -> (Self, AttemptTag) {
+        let (guard, name) = Self::start(current_depth().saturating_add(1));
+        (guard, AttemptTag(name))
+    }
+
     /// Starts a sync attempt at `depth` until the guard is dropped: the code it runs is
     /// inside a new attempt, whose number ([`Level::attempt`]) is returned for the loop to
-    /// decide with. A new number: no report on the thread can name it yet.
+    /// decide with. A new number ([`fresh_number`]): no report anywhere can name it yet.
     #[inline]
     pub(crate) fn start(depth: u32) -> (Self, AttemptName) {
         let (prev, attempt) = NESTING.with(|n| {
-            let attempt = n.attempts.get().wrapping_add(2);
-            n.attempts.set(attempt);
+            let attempt = fresh_number(n);
             let level = Level {
                 depth,
                 nth: 0,
@@ -206,43 +255,53 @@ impl DepthGuard {
         (guard, attempt)
     }
 
-    /// Starts an attempt of the async loop whose state is `state` at `depth`, and forgets a
-    /// Retry-After report made inside an earlier attempt at that address (its previous
-    /// attempt, or a finished loop's): one found once this attempt has failed was made
-    /// inside it. Other reports are kept: they may belong to an attempt around this loop.
+    /// Starts an attempt of the async loop whose state is `state` at `depth`, with a number
+    /// of its own ([`Level::nth`]), returned for the loop to keep: to [`resume`] the attempt
+    /// and to name it ([`name_of`]) once it fails. No report anywhere can name it yet, so one
+    /// found once it has failed was made inside it: not one made by an earlier attempt at
+    /// this address (its previous attempt, a cancelled one, a dropped loop's) that was left
+    /// on the thread or arrived late from a task spawned with [`propagate`].
+    ///
+    /// [`resume`]: Self::resume
     #[inline]
-    pub(crate) fn attempt<S: AsyncAttempts>(depth: u32, state: &S) -> Self {
-        Self::nth_attempt(depth, state, state.nth())
-    }
-
-    /// [`attempt`](Self::attempt) for a loop that knows which attempt it starts (its first,
-    /// on its first poll): no read of its state.
-    #[inline]
-    pub(crate) fn nth_attempt<S>(depth: u32, state: &S, nth: u32) -> Self {
+    pub(crate) fn attempt<S>(depth: u32, state: &S) -> (Self, u32) {
         let attempt = address(state);
-        let prev = NESTING.with(|n| {
-            if n.reported_within.get() == attempt {
-                n.reported_within.set(0);
-            }
-            n.level.replace(Level {
+        let (prev, nth) = NESTING.with(|n| {
+            // Cut to 32 bits: two attempts share a name only if they also share an address
+            // and are 2^31 attempts apart.
+            let nth = fresh_number(n) as u32;
+            let level = Level {
                 depth,
                 nth,
                 attempt,
-            })
+            };
+            (n.level.replace(level), nth)
         });
-        Self {
+        let guard = Self {
             prev,
             _not_send: std::marker::PhantomData,
-        }
+        };
+        (guard, nth)
     }
 
-    /// Resumes (polls again) the running attempt of the async loop whose state is `state`.
+    /// Resumes (polls again) the running attempt, numbered `nth`, of the async loop whose
+    /// state is `state`.
     #[inline]
-    pub(crate) fn resume<S: AsyncAttempts>(depth: u32, state: &S) -> Self {
+    pub(crate) fn resume<S>(depth: u32, state: &S, nth: u32) -> Self {
         Self::at(Level {
             depth,
-            nth: state.nth(),
+            nth,
             attempt: address(state),
+        })
+    }
+
+    /// Runs (or resumes) the attempt named `name` at `depth`.
+    #[inline]
+    pub(crate) fn named(depth: u32, name: AttemptName) -> Self {
+        Self::at(Level {
+            depth,
+            nth: name.nth,
+            attempt: name.id,
         })
     }
 

@@ -40,13 +40,12 @@ const SAME_HINT: Duration = Duration::from_secs(1);
 /// reads the same and a hint within [`SAME_HINT`]. Anything else asks the sink again
 /// (counting a 429 twice is the safer mistake): a nested call on another thread, an
 /// error wrapped into another text, or a later report on the same thread in between.
-/// An async loop names its attempts by its state's address and their number, so a report
-/// an earlier attempt left on a thread the loop has since moved away from is not taken for
-/// a later attempt's. The cases counted once that were two: an attempt that swallowed a
-/// nested call's 429 and then got a second 429 that reads exactly the same; and, in
-/// principle, a dropped or finished async loop's report left on one thread, taken by a new
-/// loop at the same address, in its attempt of the same number, that moved there and failed
-/// with the same text and hint.
+/// No two attempts in the process share a name (sync ones by a number no other thread hands
+/// out, async ones by their state's address and a number given when the attempt starts), so
+/// a report is never taken by another attempt: not one on a thread a `propagate`d task
+/// carried the report to, nor the next attempt after a cancelled one at the same address,
+/// nor a new loop in a dropped loop's place. The case counted once that was two: an attempt
+/// that swallowed a nested call's 429 and then got a second 429 that reads exactly the same.
 ///
 /// [`Level::attempt`]: super::nesting::Level
 #[cold]

@@ -180,10 +180,15 @@ impl GovernorStore for InProcessStore {
         let seed = self.timing_seed.wrapping_add(index as u64);
         let name: Arc<str> = name.into();
         let mut state = ResourceState::new(id, name.clone(), config, timing, seed);
-        for (i, (_, p)) in self.agents.read().list.iter().enumerate() {
+        // The agents stay read-locked until the resource is published: a `register` either
+        // comes first (its agent is in the list) or finds the resource in its walk. Released
+        // in between, an agent registered in the gap would be unknown to it forever (G5).
+        let agents = self.agents.read();
+        for (i, (_, p)) in agents.list.iter().enumerate() {
             state.ensure_agent(AgentId(i as u32), *p, ns(now));
         }
         let _ = slot.set(Mutex::new(state));
+        drop(agents);
         names.insert(name, id);
         Ok(id)
     }

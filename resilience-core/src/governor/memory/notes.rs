@@ -5,6 +5,9 @@
 //!
 //! Notes wait in a per-thread buffer: the state under the lock only records that it noted
 //! something, so the unlock costs one flag test when nothing was noted (the fast path).
+//! During the thread's own teardown, once that buffer is destroyed (a governor call from
+//! another thread-local's destructor), notes wait in the locked state instead, and are
+//! emitted after the unlock all the same.
 
 use super::super::decision::{AgentId, RefusalReason};
 use super::super::observation::LimitKind;
@@ -171,13 +174,13 @@ thread_local! {
     static PENDING: RefCell<Vec<(Arc<str>, Note)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Keeps `note` about `resource` until the lock is released. (During the thread's own
-/// teardown, when its buffer is gone, it is emitted at once.)
-pub(super) fn keep(resource: &Arc<str>, note: Note) {
-    let kept = PENDING.try_with(|p| p.borrow_mut().push((resource.clone(), note)));
-    if kept.is_err() {
-        note.emit(resource);
-    }
+/// Keeps `note` about `resource` until the lock is released; `false` during the thread's
+/// own teardown, when its buffer is gone: the caller keeps it (in the locked state), never
+/// emits it under the lock (B8).
+pub(super) fn keep(resource: &Arc<str>, note: Note) -> bool {
+    PENDING
+        .try_with(|p| p.borrow_mut().push((resource.clone(), note)))
+        .is_ok()
 }
 
 /// Emits the notes kept on this thread, oldest first. The buffer is taken out while they are
@@ -236,9 +239,15 @@ impl Drop for Locked<'_> {
     fn drop(&mut self) {
         if let Some(mut guard) = self.guard.take() {
             let noted = guard.take_noted();
+            let orphans = if noted { guard.take_orphans() } else { None };
             drop(guard);
             if noted {
                 flush();
+                if let Some((resource, orphans)) = orphans {
+                    for note in orphans {
+                        note.emit(&resource);
+                    }
+                }
             }
         }
     }

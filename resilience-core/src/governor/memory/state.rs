@@ -63,6 +63,9 @@ pub(crate) struct ResourceState {
     last_zone: Zone,
     /// A note was kept since the lock was taken (see `notes`).
     noted: bool,
+    /// Notes taken while this thread's note buffer is gone (its teardown), emitted once the
+    /// lock is released all the same (see `notes::Locked`).
+    orphans: Vec<Note>,
 }
 
 impl ResourceState {
@@ -96,6 +99,7 @@ impl ResourceState {
             calm_after: 0,
             last_zone: Zone::Green,
             noted: false,
+            orphans: Vec::new(),
             timing,
             cfg,
         }
@@ -110,8 +114,16 @@ impl ResourceState {
     /// Keeps a log line for when the lock is released.
     #[cold]
     pub(super) fn note(&mut self, note: Note) {
-        notes::keep(&self.name, note);
+        if !notes::keep(&self.name, note) {
+            self.orphans.push(note);
+        }
         self.noted = true;
+    }
+
+    /// The notes kept here rather than in the thread's buffer, with the resource's name.
+    #[cold]
+    pub(super) fn take_orphans(&mut self) -> Option<(Arc<str>, Vec<Note>)> {
+        (!self.orphans.is_empty()).then(|| (self.name.clone(), std::mem::take(&mut self.orphans)))
     }
 
     /// Renews `agent`'s lease and activity (G5).

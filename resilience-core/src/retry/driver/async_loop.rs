@@ -7,7 +7,7 @@ use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{current_depth, name_of, DepthGuard};
+use crate::retry::nesting::{current_depth, DepthGuard};
 use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
@@ -107,7 +107,10 @@ where
             unreachable!("the attempt is stored until it ends");
         };
         let polled = {
-            let _depth = DepthGuard::attempt(this.driver.inner_depth, &this.driver.state);
+            // A new number even if a step before this one was dropped mid-attempt: a late
+            // report of that attempt is not this one's (R12).
+            let (_depth, nth) = DepthGuard::attempt(this.driver.inner_depth, &this.driver.state);
+            this.driver.state.nth = nth;
             fail_on_unwind(&mut permit, || attempt.poll(cx))
         };
         if let Poll::Ready(Ok(v)) = polled {
@@ -165,7 +168,7 @@ where
                 // Deadline measured from the first attempt: if it never waited, it starts
                 // here.
                 state.start();
-                match state.next_delay(&error, name_of(&*state)) {
+                match state.next_delay(&error, state.name()) {
                     None => Poll::Ready(ControlFlow::Break(Err(state.stop_with(error)))),
                     Some(delay) => {
                         *this.wait = Some(state.guard.async_sleeper.sleep(delay));

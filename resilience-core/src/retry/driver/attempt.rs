@@ -79,7 +79,7 @@ impl<F> InFlight<'_, '_, F> {
                     unreachable!("an attempt is in flight");
                 };
                 // Started where the attempt was made (its factory ran at the start).
-                let _depth = DepthGuard::resume(self.depth, &*state);
+                let _depth = DepthGuard::resume(self.depth, &*state, state.nth);
                 fail_on_unwind(self.permit, || attempt.poll(cx))
             }
         };

@@ -10,7 +10,7 @@ use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::events;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{current_depth, name_of, DepthGuard};
+use crate::retry::nesting::{current_depth, name_of, AttemptName, DepthGuard};
 use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
@@ -34,18 +34,30 @@ pin_project_lite::pin_project! {
         call: Call<'a, I, C>,
         // The depth the attempt runs at; 0 until the first poll reads the caller's.
         inner_depth: u32,
+        // The attempt's name: given at the first poll (its address and a number of its own,
+        // see `DepthGuard::attempt`: a call that replaces a cancelled one at the same address
+        // is another attempt, R12), unless the attempt began before the future was made
+        // (`Call::run_once_async_in`). `id` 0 until then.
+        name: AttemptName,
     }
 }
 
 impl<'a, I, C, F> RunOnce<'a, I, C, F> {
     #[inline]
     pub(crate) fn new(call: Call<'a, I, C>, attempt: F) -> Self {
+        Self::named(call, attempt, AttemptName { id: 0, nth: 0 })
+    }
+
+    /// The rest of the attempt named `name` (see [`RunOnce::new`]).
+    #[inline]
+    pub(crate) fn named(call: Call<'a, I, C>, attempt: F, name: AttemptName) -> Self {
         Self {
             attempt: Some(attempt),
             timer: None,
             permit: None,
             call,
             inner_depth: 0,
+            name,
         }
     }
 }
@@ -77,10 +89,12 @@ where
             panic!("`RunOnce` polled after completion");
         };
         let polled = {
-            let _depth = if started {
-                DepthGuard::attempt(*this.inner_depth, &*this.call)
+            let _depth = if started && this.name.id == 0 {
+                let (depth, nth) = DepthGuard::attempt(*this.inner_depth, &*this.call);
+                *this.name = name_of(&*this.call, nth);
+                depth
             } else {
-                DepthGuard::resume(*this.inner_depth, &*this.call)
+                DepthGuard::named(*this.inner_depth, *this.name)
             };
             fail_on_unwind(this.permit, || attempt.poll(cx))
         };
@@ -94,7 +108,7 @@ where
         this.attempt.set(None);
         *this.timer = None;
         this.call
-            .finish_once(this.permit.take(), &result, name_of(&*this.call));
+            .finish_once(this.permit.take(), &result, *this.name);
         Poll::Ready(result)
     }
 }

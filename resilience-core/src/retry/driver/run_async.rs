@@ -8,7 +8,7 @@ use crate::error::ResilienceError;
 use crate::retry::call::Call;
 use crate::retry::classify::Classifier;
 use crate::retry::idempotency::Idempotency;
-use crate::retry::nesting::{current_depth, name_of, DepthGuard};
+use crate::retry::nesting::{current_depth, DepthGuard};
 use crate::sleep::SleepFuture;
 use std::fmt;
 use std::future::Future;
@@ -95,7 +95,8 @@ where
         *this.phase = Phase::Done;
         let polled = {
             // The factory runs inside the attempt too (R6): a guarded call it makes is nested.
-            let _depth = DepthGuard::nth_attempt(depth.saturating_add(1), &*this.state, 1);
+            let (_depth, nth) = DepthGuard::attempt(depth.saturating_add(1), &*this.state);
+            this.state.nth = nth;
             let (slot, op) = (&mut this.attempt, &mut *this.op);
             fail_on_unwind(&mut permit, || {
                 slot.set(Some(op()));
@@ -185,7 +186,8 @@ where
                     *this.permit = permit;
                     // Spent until the attempt exists: a factory that panics leaves it so.
                     *this.phase = Phase::Done;
-                    let _depth = DepthGuard::attempt(this.depth.saturating_add(1), &*state);
+                    let (_depth, nth) = DepthGuard::attempt(this.depth.saturating_add(1), &*state);
+                    state.nth = nth;
                     let (slot, op) = (&mut this.attempt, &mut *this.op);
                     // The factory is the operation's code too: its panic is a failure (B6).
                     fail_on_unwind(this.permit, || slot.set(Some(op())));
@@ -218,6 +220,6 @@ fn backoff<C: Classifier<E>, E: fmt::Display>(
 ) -> Option<SleepFuture> {
     // Deadline measured from the first attempt: if it never waited, it starts here.
     state.start();
-    let delay = state.next_delay(error, name_of(&*state))?;
+    let delay = state.next_delay(error, state.name())?;
     Some(state.guard.async_sleeper.sleep(delay))
 }

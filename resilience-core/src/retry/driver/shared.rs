@@ -5,7 +5,7 @@ use super::super::classify::{Classifier, ErrorClass};
 use super::super::events;
 use super::super::guard::ServiceGuard;
 use super::super::idempotency::Idempotency;
-use super::super::nesting::{AsyncAttempts, AttemptName};
+use super::super::nesting::{name_of, AttemptName};
 use super::super::sink::report_retry_after;
 use crate::backoff::JitterRng;
 use crate::breaker::BreakerPermit;
@@ -23,16 +23,22 @@ pub(crate) struct LoopState<'a, C> {
     pub(super) total_override: Option<Duration>,
     /// The attempt about to run or running, from 1.
     pub(super) attempt: u32,
+    /// The running async attempt's own number, from `DepthGuard::attempt` (unused by the
+    /// sync loop, whose attempts are named by `DepthGuard::start`).
+    pub(super) nth: u32,
     /// When the first attempt started, read lazily where the driver allows.
     pub(super) start: Option<Duration>,
     /// The loop stopped because the circuit would refuse the next attempt.
     circuit_refused: bool,
 }
 
-impl<C> AsyncAttempts for LoopState<'_, C> {
+impl<C> LoopState<'_, C> {
+    /// The name of the running async attempt (see [`Level::attempt`]).
+    ///
+    /// [`Level::attempt`]: crate::retry::nesting::Level
     #[inline]
-    fn nth(&self) -> u32 {
-        self.attempt
+    pub(super) fn name(&self) -> AttemptName {
+        name_of(self, self.nth)
     }
 }
 
@@ -55,6 +61,7 @@ impl<'a, C> LoopState<'a, C> {
             no_retry: None,
             total_override: call.total_timeout,
             attempt: 1,
+            nth: 0,
             start: None,
             circuit_refused: false,
         }
