@@ -238,17 +238,24 @@ impl Drop for Locked<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some(mut guard) = self.guard.take() {
-            let noted = guard.take_noted();
-            let orphans = if noted { guard.take_orphans() } else { None };
-            drop(guard);
-            if noted {
-                flush();
-                if let Some((resource, orphans)) = orphans {
-                    for note in orphans {
-                        note.emit(&resource);
-                    }
-                }
+            if guard.take_noted() {
+                unlock_and_emit(guard);
             }
+        }
+    }
+}
+
+/// Unlocks, then emits what was noted. Out of line: the fast path (nothing noted) is only
+/// the flag test and the unlock.
+#[cold]
+#[inline(never)]
+fn unlock_and_emit(mut guard: MutexGuard<'_, ResourceState>) {
+    let orphans = guard.take_orphans();
+    drop(guard);
+    flush();
+    if let Some((resource, orphans)) = orphans {
+        for note in orphans {
+            note.emit(&resource);
         }
     }
 }
