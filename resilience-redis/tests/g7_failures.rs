@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::node::{cfg, go, quota, MS};
+use common::node::{cfg, go, quota, rejoined, MS};
 use common::server::{prefix, server, skip, RedisServer};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
@@ -146,17 +146,6 @@ async fn g7_connect_with_a_wrong_password_or_a_bad_url_never_shows_the_password(
         assert!(took < Duration::from_secs(3), "{url}: took {took:?}");
         assert!(!text.contains("wr0ngpass"), "{url}: {text}");
         assert!(!format!("{e:?}").contains("wr0ngpass"), "{url}: {e:?}");
-    }
-}
-
-/// Waits until `r` is connected again, nudging it with snapshots.
-async fn rejoined(r: &RedisQuota, q: &SharedQuota) {
-    let t = Instant::now();
-    let _ = q.snapshot().await;
-    while r.link_state() != LinkState::Connected {
-        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
-        tokio::time::sleep(MS(50)).await;
-        let _ = q.snapshot().await;
     }
 }
 

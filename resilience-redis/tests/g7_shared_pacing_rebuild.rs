@@ -4,11 +4,11 @@
 
 mod common;
 
-use common::node::{cfg, go, MS};
+use common::node::{cfg, go, rejoined, MS};
 use common::server::{prefix, server, skip};
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
 use resilience_redis::{
-    LinkState, QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, SharedQuota,
+    QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, SharedQuota,
 };
 use std::time::{Duration, Instant};
 
@@ -19,17 +19,6 @@ async fn client(url: &str, p: &str, node: &str, pacing: &Pacing) -> (RedisQuota,
     let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing.clone());
     let q = r.resource("core", spec).await.expect("resource");
     (r, q)
-}
-
-/// Waits until `r` is connected again, nudging it with snapshots.
-async fn rejoined(r: &RedisQuota, q: &SharedQuota) {
-    let t = Instant::now();
-    let _ = q.snapshot().await;
-    while r.link_state() != LinkState::Connected {
-        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
-        tokio::time::sleep(MS(50)).await;
-        let _ = q.snapshot().await;
-    }
 }
 
 /// The wait of a decision that must be one, waiting out the quota's rebuild (the pool stays

@@ -1,12 +1,12 @@
 //! Nodes for the in-process G7 tests: a config with short timeouts, a joined resource, and
-//! the grant out of a decision.
+//! the grant out of a decision, and the wait for a reconnection.
 
 #![allow(dead_code)]
 
 use resilience_redis::{
-    QuotaDecision, QuotaGrant, QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota,
+    LinkState, QuotaDecision, QuotaGrant, QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota,
 };
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -45,5 +45,16 @@ pub fn go(d: QuotaDecision) -> QuotaGrant {
     match d {
         QuotaDecision::Go(g) => g,
         QuotaDecision::Wait(w) => panic!("expected a grant, got {w:?}"),
+    }
+}
+
+/// Waits until `r` is connected again, nudging it with snapshots.
+pub async fn rejoined(r: &RedisQuota, q: &SharedQuota) {
+    let t = Instant::now();
+    let _ = q.snapshot().await;
+    while r.link_state() != LinkState::Connected {
+        assert!(t.elapsed() < Duration::from_secs(10), "never rejoined");
+        tokio::time::sleep(MS(50)).await;
+        let _ = q.snapshot().await;
     }
 }
