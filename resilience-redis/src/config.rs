@@ -395,8 +395,9 @@ impl QuotaSpec {
     /// Every process sharing the resource must give the same rules (rules are counted by
     /// name): while any are counted, a process without rules is refused
     /// ([`RedisQuotaError::PacedElsewhere`], naming the fix), as it would not be counted in
-    /// them; its next call or heartbeat ends its lease, which returns its reservation and
-    /// shuts its express lane.
+    /// them; its next call or heartbeat ends its lease, as an expired one (its reservation
+    /// back to the pool, less what it may have spent unreported, held), and shuts its
+    /// express lane.
     ///
     /// A resource with shared rules has no express lane and spends nothing while Redis is
     /// unreachable (acquires are refused with [`RedisQuotaError::Unavailable`]): both would

@@ -92,8 +92,8 @@
 //!   ([`QuotaWaitReason::Paced`]: the waiter sleeps until then) or waits for a settled grant
 //!   ([`QuotaWaitReason::InFlight`]). Smoothing and even spend stay with the local governor.
 //!   Every process sharing the resource must give the same rules: while some are counted,
-//!   a process without rules is refused by name and its lease ended, reservation and
-//!   express lane included (it would not be counted in them).
+//!   a process without rules is refused by name and its lease ended as an expired one is,
+//!   its express lane shut (it would not be counted in them).
 //!   Such a resource has **no express lane and no offline spending**: both grant without the
 //!   script, so past every other process's rules; a P0 call pays one round trip, and keeps
 //!   the P0 headroom and the priority marks below.

@@ -21,7 +21,10 @@ local function lost_lease()
   return epoch > 0 and epoch < s.born * 1000 and redis.call('HEXISTS', K_L, node) == 0
 end
 
+-- Saves what this call changed before asking (it may have reaped leases or rolled the
+-- window): the REPORT reply carries nothing else.
 local function report_reply()
+  redis.call('SET', K_Q, cmsgpack.pack(s))
   local r = {4}
   for i = 2, 23 do r[i] = 0 end
   return r

@@ -33,7 +33,7 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 9
+local PROTO = 10
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -364,7 +364,9 @@ local function join()
         fly(spent_off)
       end
     end
-    if s.rebuilt == s.win then
+    -- Only a process that held a lease of the lost state counts as back: a new one (epoch 0)
+    -- has nothing to report, and counted, it would open the pool before those that have.
+    if s.rebuilt == s.win and epoch > 0 and epoch < s.born * 1000 then
       redis.call('SADD', K_R, node)
       s.expect = math.max(s.expect, v_members)
       if recovering and redis.call('SCARD', K_R) >= s.expect then

@@ -5,6 +5,11 @@
 local unpaced = (op == 'acq' and #ARGV <= 20) or (op == 'renew' and ARGV[17] ~= '1')
 if unpaced and (s.paced_until or 0) > now then
   local l = decode(redis.call('HGET', K_L, node))
+  if l and epoch > 0 and l.epoch == epoch then
+    -- What it reports spending is settled first, as at a renewal.
+    if l.win ~= s.win then l.reserved, l.win = 0, s.win end
+    settle_report(l)
+  end
   if l then retire(node, l) end
   status = 5
 elseif op == 'acq' then

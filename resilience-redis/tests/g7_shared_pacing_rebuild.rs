@@ -268,3 +268,53 @@ async fn g7_g8_no_reservation_is_spent_past_rules_that_still_lack_a_report() {
     let w = paced(&a, &Request::create()).await;
     assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
 }
+
+/// A process that joins after the loss has nothing to report: it does not count as one of
+/// the processes the rebuild waits for (before, it did, and opened the pool to grants judged
+/// on counts that still lacked the absent process's report).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_process_new_after_the_loss_does_not_open_the_rebuild() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-new");
+    let pacing = Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    };
+    // a, which will be absent, reaches Redis through a proxy the test can cut.
+    let proxy = common::proxy::Proxy::start(&srv.url).await;
+    let (_ra, a) = client(&proxy.url, &p, "a", &pacing).await;
+    let (rb, b) = client(&srv.url, &p, "b", &pacing).await;
+    for _ in 0..10 {
+        let _ = go(a
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await
+            .expect("create"));
+    }
+    let _ = b.snapshot().await.expect("b knows the window");
+    proxy.cut();
+    srv.kill();
+    srv.restart();
+    rejoined(&rb, &b).await;
+    // c is new: it joins while the rebuild waits for a.
+    let (_rc, c) = client(&srv.url, &p, "c", &pacing).await;
+    for q in [&b, &c] {
+        match q
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await
+            .expect("ask")
+        {
+            QuotaDecision::Wait(w) => assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}"),
+            QuotaDecision::Go(g) => panic!("granted before a reported its 10: {g:?}"),
+        }
+    }
+    proxy.restore();
+}
