@@ -318,3 +318,76 @@ async fn g7_g8_a_process_new_after_the_loss_does_not_open_the_rebuild() {
     }
     proxy.restore();
 }
+
+/// The call answered "report first" may have reaped an expired lease: what that changed is
+/// saved (before, the reply returned without writing the state, and the dead lease's
+/// reservation stayed counted, out of every pool, until the window ended).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_call_asked_for_its_report_keeps_what_it_reaped() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-reap");
+    // A minute's window: a's create still counts when it comes back, so it has a report.
+    let pacing = Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    };
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(pacing);
+    // a: through a proxy, absent from the loss until after b's lease has expired.
+    let pa = common::proxy::Proxy::start(&srv.url).await;
+    let ra = RedisQuota::connect(cfg(&pa.url, &p, "a").reserve_share_permille(0))
+        .await
+        .expect("connect a");
+    let a = ra.resource("core", spec.clone()).await.expect("a");
+    // b: holds half the pool, can spend nothing offline (its expired lease holds nothing
+    // back), and is cut off after it has rejoined.
+    let pb = common::proxy::Proxy::start(&srv.url).await;
+    let rb = RedisQuota::connect(
+        cfg(&pb.url, &p, "b")
+            .reserve_share_permille(500)
+            .lease_ttl(MS(600))
+            .express(None, 0)
+            .on_loss(resilience_redis::OnLoss::FailClosed),
+    )
+    .await
+    .expect("connect b");
+    let b = rb.resource("core", spec).await.expect("b");
+    let _ = go(a
+        .try_acquire_request(&Request::create(), Priority::P1)
+        .await
+        .expect("a's create"));
+    let _ = go(b
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("b's read"));
+    assert!(
+        b.snapshot().await.expect("b").reserved > 0,
+        "b holds a reservation"
+    );
+    pa.cut();
+    srv.kill();
+    srv.restart();
+    rejoined(&rb, &b).await;
+    assert!(
+        b.snapshot().await.expect("b").reserved > 0,
+        "b kept its reservation"
+    );
+    pb.cut();
+    tokio::time::sleep(MS(800)).await; // b's lease expires
+    pa.restore();
+    rejoined(&ra, &a).await; // its renewal is asked for the report, and reaps b
+    let s = a.snapshot().await.expect("a");
+    assert_eq!(
+        s.reserved_total, 0,
+        "b's reservation is still counted: {s:?}"
+    );
+    assert_eq!(s.members, 1, "{s:?}");
+}
