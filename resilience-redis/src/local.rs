@@ -128,9 +128,12 @@ impl Local {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
         if r.status == crate::script::FENCED || r.status == crate::script::PACED_ELSEWHERE {
-            // Our epoch is stale: nothing is ours to spend until a new lease is granted.
+            // Our epoch is stale: nothing is ours to spend until a new lease is granted. A
+            // reply the server sent before this one, applied after it, must not give back
+            // the lease it ended.
             self.server_reserved = 0;
             self.lease_until = Duration::ZERO;
+            self.ops = self.ops.max(r.ops);
             return;
         }
         if t.conn > self.uncertain_conn {
@@ -315,6 +318,28 @@ mod tests {
             sent_at: clock.now(),
             recv_at: clock.now(),
             conn,
+        }
+    }
+
+    /// A reply sent before the one that ended the lease (fenced, or refused for want of the
+    /// shared rules), applied after it, does not reopen the express lane.
+    #[test]
+    fn g7_a_reply_older_than_the_end_of_the_lease_does_not_reopen_the_lane() {
+        for ended in [crate::script::FENCED, crate::script::PACED_ELSEWHERE] {
+            let clock = ManualClock::new();
+            let mut l = Local::default();
+            l.apply(&reply(3, 5, 20), at(&clock, 1), 0, MARGIN);
+            assert!(l.express_acquire(1, clock.now(), 8).is_some());
+            let end = Reply {
+                status: ended,
+                ..reply(5, 0, 0)
+            };
+            l.apply(&end, at(&clock, 1), 0, MARGIN);
+            l.apply(&reply(4, 5, 20), at(&clock, 1), 0, MARGIN);
+            assert!(
+                l.express_acquire(1, clock.now(), 8).is_none(),
+                "status {ended}"
+            );
         }
     }
 
