@@ -138,10 +138,10 @@ impl RedisQuota {
             });
         }
         spec.validate()?;
-        let state = {
+        let (state, created) = {
             let mut list = self.inner.resources.lock();
             match list.iter().find(|r| &*r.name == name) {
-                Some(r) => r.clone(),
+                Some(r) => (r.clone(), false),
                 None => {
                     let cfg = &self.inner.cfg;
                     let mut fixed = Fixed::new(&cfg.prefix, name);
@@ -178,7 +178,7 @@ impl RedisQuota {
                         pace_log,
                     });
                     list.push(r.clone());
-                    r
+                    (r, true)
                 }
             }
         };
@@ -188,7 +188,17 @@ impl RedisQuota {
         };
         match self.inner.call(&quota.state, Op::Renew).await {
             Ok(_) | Err(CallError::Lost) => Ok(quota),
-            Err(CallError::Server(e)) => Err(e),
+            Err(CallError::Server(e)) => {
+                // A resource this call made and nobody holds: not kept (its heartbeat would
+                // join for no one, and a retry with other settings would find it).
+                if created {
+                    self.inner
+                        .resources
+                        .lock()
+                        .retain(|r| !Arc::ptr_eq(r, &quota.state));
+                }
+                Err(e)
+            }
         }
     }
 

@@ -309,3 +309,38 @@ async fn g7_g8_an_endpoint_leaving_the_overflow_window_keeps_its_count() {
         "{windows} windows: none evicted"
     );
 }
+
+/// A resource refused at its first renewal (no rules, while another process counts against
+/// them) is not kept: asked again with the rules, the same client gets it with them (before,
+/// it got the refused one back, still without rules, and that one went on heartbeating).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_resource_refused_for_want_of_rules_can_be_asked_again_with_them() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-mixed-retry");
+    let rule = Pacing {
+        windows: vec![window("all", Selector::All, 100, 60_000)],
+        ..Pacing::default()
+    };
+    let (_rp, paced) = client(cfg(&srv.url, &p, "p"), rule.clone()).await;
+    let _ = go(paced
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("paced"));
+    let r = RedisQuota::connect(cfg(&srv.url, &p, "u").reserve_share_permille(0))
+        .await
+        .expect("connect");
+    let plain = QuotaSpec::new(1_000_000, Duration::from_secs(3_600));
+    let e = r.resource("core", plain.clone()).await.unwrap_err();
+    assert!(
+        matches!(e, resilience_redis::RedisQuotaError::PacedElsewhere { .. }),
+        "{e:?}"
+    );
+    let q = r
+        .resource("core", plain.shared_pacing(rule))
+        .await
+        .expect("with the rules");
+    let _ = go(q
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("granted"));
+}
