@@ -229,16 +229,8 @@ async fn g7_g4_acquire_shared_counts_the_governors_agents() {
     use resilience_redis::acquire_shared;
     let Some(srv) = server() else { return };
     let p = prefix("cascade-gov");
-    let (_ra, a) = node(
-        cfg(&srv.url, &p, "a").reserve_share_permille(0),
-        Some(cascade()),
-    )
-    .await;
-    let (_rb, b) = node(
-        cfg(&srv.url, &p, "b").reserve_share_permille(0),
-        Some(cascade()),
-    )
-    .await;
+    let n = nodes(&p, &srv.url, 2).await;
+    let (a, b) = (&n[0].1, &n[1].1);
     let gov = Governor::builder().seed(7).build().expect("governor");
     let core = gov
         .add_resource("core", ResourceConfig::github())
@@ -246,7 +238,7 @@ async fn g7_g4_acquire_shared_counts_the_governors_agents() {
     for name in ["picard", "riker", "data"] {
         // P0: its G6 release window after each 1 ms block is under half a second.
         let agent = gov.register(name, Priority::P0).expect("agent");
-        let permit = acquire_shared(&gov, &a, agent, core, Request::read())
+        let permit = acquire_shared(&gov, a, agent, core, Request::read())
             .await
             .expect("permit");
         assert_eq!(permit.shared().and_then(|g| g.agent()), Some(name));

@@ -21,6 +21,20 @@ async fn client(url: &str, p: &str, node: &str, pacing: &Pacing) -> (RedisQuota,
     (r, q)
 }
 
+/// 10 creations per minute, shared.
+fn creates_per_minute() -> Pacing {
+    Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    }
+}
+
 /// The wait of a decision that must be one, waiting out the quota's rebuild (the pool stays
 /// closed until every process has rejoined).
 async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
@@ -214,16 +228,7 @@ async fn g7_g8_no_reservation_is_spent_past_rules_that_still_lack_a_report() {
         return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
     }
     let p = prefix("pace-rebuild-res");
-    let pacing = Pacing {
-        windows: vec![WindowRule::new(
-            "creates",
-            Selector::Creates,
-            Measure::Requests,
-            10,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    };
+    let pacing = creates_per_minute();
     let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing);
     let ra = RedisQuota::connect(cfg(&srv.url, &p, "a").reserve_share_permille(200))
         .await
@@ -279,16 +284,7 @@ async fn g7_g8_a_process_new_after_the_loss_does_not_open_the_rebuild() {
         return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
     }
     let p = prefix("pace-rebuild-new");
-    let pacing = Pacing {
-        windows: vec![WindowRule::new(
-            "creates",
-            Selector::Creates,
-            Measure::Requests,
-            10,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    };
+    let pacing = creates_per_minute();
     // a, which will be absent, reaches Redis through a proxy the test can cut.
     let proxy = common::proxy::Proxy::start(&srv.url).await;
     let (_ra, a) = client(&proxy.url, &p, "a", &pacing).await;
@@ -330,16 +326,7 @@ async fn g7_g8_a_call_asked_for_its_report_keeps_what_it_reaped() {
     }
     let p = prefix("pace-rebuild-reap");
     // A minute's window: a's create still counts when it comes back, so it has a report.
-    let pacing = Pacing {
-        windows: vec![WindowRule::new(
-            "creates",
-            Selector::Creates,
-            Measure::Requests,
-            10,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    };
+    let pacing = creates_per_minute();
     let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(pacing);
     // a: through a proxy, absent from the loss until after b's lease has expired.
     let pa = common::proxy::Proxy::start(&srv.url).await;
