@@ -17,6 +17,8 @@ pub(crate) struct Timing {
     pub recv_at: Duration,
     /// Connection generation the request went out on.
     pub conn: u64,
+    /// The lease epoch the request carried.
+    pub epoch: u64,
 }
 
 /// Why an offline acquire was refused.
@@ -74,6 +76,10 @@ pub(crate) struct Local {
     /// that still names this lease shows the server settled the leave without ending it
     /// (its reply was lost before it ran): the lease is ours again.
     leave_conn: Option<u64>,
+    /// The epoch of the lease the server last said had ended (fenced, or refused for want of
+    /// the shared rules): a reply sent before that one, applied after it, names the lease
+    /// but must not give it back. Epochs never repeat, so the lease cannot come back.
+    ended_epoch: u64,
     /// G6: hintless secondary limits in a row this process saw, for its blocks while Redis is
     /// unreachable (the server counts every process's).
     pub strikes: u32,
@@ -128,14 +134,21 @@ impl Local {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
         if r.status == crate::script::FENCED || r.status == crate::script::PACED_ELSEWHERE {
-            // Our epoch is stale: nothing is ours to spend until a new lease is granted. A
-            // reply the server sent before this one, applied after it, must not give back
-            // the lease it ended.
+            if t.epoch != self.epoch {
+                // About a lease this process has already replaced (a renewal's reply,
+                // judged before this one, was applied first): the new lease stands.
+                return;
+            }
+            // Our epoch is stale: nothing is ours to spend until a new lease is granted.
+            // The reply's ops are not taken: a reply judged before it may still bring the
+            // new lease (a renewal racing this call); one naming the ended lease never
+            // gives it back (`ended_epoch`).
             self.server_reserved = 0;
             self.lease_until = Duration::ZERO;
-            self.ops = self.ops.max(r.ops);
+            self.ended_epoch = self.epoch;
             return;
         }
+        let ended = r.epoch != 0 && r.epoch == self.ended_epoch;
         if t.conn > self.uncertain_conn {
             // Lost replies went out on an older connection, closed before this one opened:
             // the server has settled them, and this reply counts them.
@@ -159,7 +172,7 @@ impl Local {
             self.sequential = r.sequential;
             self.ledger = r.ledger;
             self.in_flight = r.in_flight;
-            self.server_reserved = if r.epoch == 0 { 0 } else { r.reserved };
+            self.server_reserved = if r.epoch == 0 || ended { 0 } else { r.reserved };
             self.limit = r.limit;
             self.window_ms = r.window_ms;
             self.reset_at_ms = r.reset_at_ms;
@@ -192,7 +205,7 @@ impl Local {
             self.leaving = false;
             self.leave_conn = None;
         }
-        if r.epoch != 0 && r.epoch == self.epoch {
+        if r.epoch != 0 && r.epoch == self.epoch && !ended {
             // The lease was renewed no earlier than the request was sent.
             let left = Duration::from_millis(r.lease_left_ms);
             let until = (t.sent_at + left).saturating_sub(margin);
@@ -318,6 +331,7 @@ mod tests {
             sent_at: clock.now(),
             recv_at: clock.now(),
             conn,
+            epoch: 5,
         }
     }
 
@@ -339,6 +353,39 @@ mod tests {
             assert!(
                 l.express_acquire(1, clock.now(), 8).is_none(),
                 "status {ended}"
+            );
+        }
+    }
+
+    /// A renewal racing a call of the ended lease: the server judged the renewal first (a
+    /// new lease, epoch 6) and the call after it (fenced). Whichever reply is applied first,
+    /// the process ends up on the new lease.
+    #[test]
+    fn g7_a_new_lease_survives_the_fenced_reply_of_the_old_one_in_either_order() {
+        let fenced = Reply {
+            status: crate::script::FENCED,
+            ..reply(13, 0, 0)
+        };
+        let old = |clock: &ManualClock| Timing {
+            epoch: 5,
+            ..at(clock, 1)
+        };
+        for fenced_first in [true, false] {
+            let clock = ManualClock::new();
+            let mut l = Local::default();
+            l.apply(&reply(10, 5, 20), old(&clock), 0, MARGIN);
+            if fenced_first {
+                l.apply(&fenced, old(&clock), 0, MARGIN);
+                l.apply(&reply(12, 6, 20), old(&clock), 0, MARGIN);
+            } else {
+                l.apply(&reply(12, 6, 20), old(&clock), 0, MARGIN);
+                l.apply(&fenced, old(&clock), 0, MARGIN);
+            }
+            assert_eq!(l.epoch, 6, "fenced first: {fenced_first}");
+            assert_eq!(l.reserved(), 20, "fenced first: {fenced_first}");
+            assert!(
+                l.express_acquire(1, clock.now(), 8).is_some(),
+                "fenced first: {fenced_first}"
             );
         }
     }

@@ -304,6 +304,7 @@ impl Inner {
             sent_at,
             recv_at: self.clock.now(),
             conn: generation,
+            epoch: view.epoch,
         };
         let mut l = res.local.lock();
         match result {
