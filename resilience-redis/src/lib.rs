@@ -206,6 +206,8 @@ mod link;
 mod local;
 mod observe;
 mod pace_log;
+#[cfg(test)]
+mod pace_rebuild_skew_tests;
 mod pacing;
 mod quota;
 mod resource;

@@ -31,9 +31,13 @@ local function report_reply()
 end
 
 -- Adds a ring of the report (its counts from L[at], bucket `top - NB` first) to ring `rg`.
+-- Buckets ahead of this server's newest (a failover to a host whose clock is behind) go
+-- into the newest: dropped, the window could be spent again; there they count for a full
+-- window from now, which is no shorter than they had left.
 local function add_counts(rg, L, at, top)
-  for k = math.max(top - NB, rg[1] - NB), math.min(top, rg[1]) do
-    rg[slot_of(k)] = rg[slot_of(k)] + L[at + k - (top - NB)]
+  for k = math.max(top - NB, rg[1] - NB), top do
+    local into = slot_of(math.min(k, rg[1]))
+    rg[into] = rg[into] + L[at + k - (top - NB)]
   end
 end
 
