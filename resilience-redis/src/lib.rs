@@ -151,6 +151,13 @@
 //! from a reservation, so the counts hold every returning process's grants before the
 //! first new one. See [`QuotaSpec::shared_pacing`] for what is not covered.
 //!
+//! Give Redis the `noeviction` maxmemory policy (its default). The rule counts are the only
+//! keys this crate gives an expiry, so a `volatile-*` policy can evict them alone: that is
+//! seen at the next acquire with rules, and they are rebuilt from the processes' reports
+//! as above (rules judge nothing until every process then holding a lease has reported,
+//! has left, or one lease TTL has passed). An `allkeys-*` policy can evict any key; a
+//! lost state is a data loss, but leases evicted alone are not detected.
+//!
 //! # Use
 //!
 //! ```no_run

@@ -107,9 +107,25 @@ end
 
 local pace = nil
 
+-- The counts vanished while a grant still counts in them, the state did not: evicted alone
+-- (they and the index are the only keys here with an expiry, so a `volatile-*` maxmemory
+-- policy can take them) or deleted. As after a data loss (pacing_rebuild.lua), every
+-- process that held a lease reports its log, and nothing is judged on the rules until all
+-- have (`s.pl`: the nodes owed, emptied by their report, their next call with nothing to
+-- report, or the end of their lease) or one lease TTL has passed. The hash exists again
+-- (until the counts would have expired), so the loss is seen once.
+local function pace_counts_lost()
+  local owed = {}
+  for _, n in ipairs(redis.call('HKEYS', K_L)) do owed[n] = 1 end
+  s.pl, s.pl_until = owed, now + ttl
+  redis.call('HSET', K_P, 'x', d(s.paced_until))
+  redis.call('PEXPIREAT', K_P, d(s.paced_until))
+end
+
 -- Judges an acquire of `cost` at priority index `prio` against the rules. Returns the wait
--- (0: allowed), its reason (6 a window or spacing rule, 7 the concurrency cap), and whether
--- the ask can never pass (more units than a rule allows its priority).
+-- (0: allowed), its reason (6 a window or spacing rule, 7 the concurrency cap, 3 the counts
+-- are being rebuilt), and whether the ask can never pass (more units than a rule allows its
+-- priority).
 local function pace_check(cost, prio)
   local kind, points, ep = tonumber(ARGV[19]), tonumber(ARGV[20]), ARGV[21]
   local R = cmsgpack.unpack(ARGV[22])
@@ -149,6 +165,8 @@ local function pace_check(cost, prio)
     end
   end
   local vals = redis.call('HMGET', K_P, unpack(fields))
+  -- The counts gone while a grant still counts in them: evicted (pacing_rebuild.lua).
+  if not vals[2] and (s.paced_until or 0) > now and not s.pl then pace_counts_lost() end
   -- Pass 2: judge them.
   for _, sp in ipairs(spaced) do
     local last = tonumber(vals[sp.f]) or 0
@@ -174,6 +192,9 @@ local function pace_check(cost, prio)
   if why == 0 and cap > 0 and calls_in_flight() >= cap then
     wait, why = calls_wait(cap), 7
   end
+  -- While the evicted counts are rebuilt from the reports, nothing is judged on them.
+  if s.pl and (now >= s.pl_until or next(s.pl) == nil) then s.pl, s.pl_until = nil, nil end
+  if s.pl then wait, why = s.pl_until - now, 3 end
   local kept = tonumber(vals[1]) or 0
   pace = {fields = fields, spaced = spaced, wins = wins, keep = math.max(keep_ms, kept),
     grown = keep_ms > kept, expires = tonumber(vals[2]) or 0}

@@ -21,6 +21,17 @@ local function lost_lease()
   return epoch > 0 and epoch < s.born * 1000 and redis.call('HEXISTS', K_L, node) == 0
 end
 
+-- Whether the caller must report first: its lease belongs to a lost state, or the counts
+-- were evicted and its report is owed (pacing.lua, `pace_counts_lost`). `due`: it has
+-- grants that may still count; a node owed with none is owed nothing more.
+local function report_owed(due)
+  if not due then
+    if s.pl then s.pl[node] = nil end
+    return false
+  end
+  return lost_lease() or (s.pl ~= nil and s.pl[node] ~= nil)
+end
+
 -- Saves what this call changed before asking (it may have reaped leases or rolled the
 -- window): the REPORT reply carries nothing else.
 local function report_reply()

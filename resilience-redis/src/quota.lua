@@ -33,7 +33,7 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 10
+local PROTO = 11
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -245,6 +245,9 @@ local function retire(n, l)
       publish()
     end
   end
+  -- Gone (left, reaped or refused): no report of its shared-rule grants is awaited
+  -- (pacing_rebuild.lua).
+  if s.pl then s.pl[n] = nil end
   redis.call('HDEL', K_L, n)
   redis.call('ZREM', K_E, n)
   s.members = math.max(0, s.members - 1)

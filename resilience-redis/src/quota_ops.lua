@@ -23,7 +23,7 @@ elseif op == 'acq' then
   local cost, prio, yield_ms = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   -- Redis lost the counts of the shared rules this process's grants are in: its report
   -- first (pacing_rebuild.lua).
-  if #ARGV > 20 and ARGV[23] == '1' and lost_lease() then return report_reply() end
+  if #ARGV > 20 and report_owed(ARGV[23] == '1') then return report_reply() end
   join()
   local ahead = 0
   if prio >= 1 then ahead = s.yield0 end
@@ -89,15 +89,19 @@ elseif op == 'acq' then
     s[f] = math.max(s[f], now + yield_ms)
   end
 elseif op == 'renew' then
-  if ARGV[16] == '1' and lost_lease() then return report_reply() end
+  if report_owed(ARGV[16] == '1') then return report_reply() end
   join()
   top_up()
 elseif op == 'pm' then
-  -- Once: a report whose reply was lost finds the lease it made, and only rejoins.
-  if lost_lease() and not pace_merge(ARGV[16], ARGV[17]) then
+  -- Once: a report whose reply was lost finds the lease it made (or its node no longer
+  -- owed), and only rejoins.
+  local lost = lost_lease()
+  local owed = not lost and s.pl ~= nil and s.pl[node] ~= nil
+  if (lost or owed) and not pace_merge(ARGV[16], ARGV[17]) then
     return redis.error_reply('resilience-redis: a shared-rule report that does not match '
       .. 'the rules sent with it (builds differ?)')
   end
+  if owed then s.pl[node] = nil end
   join()
   top_up()
 elseif op == 'rel' then
