@@ -50,8 +50,9 @@ pub enum RedisQuotaError {
     /// ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing)) and this one was given
     /// none, so its calls would not be counted in them. Its lease was ended (what it reported
     /// spending settled; its reservation returned to the pool, less what it may still spend
-    /// unreported: all of it in degraded mode, else the express allowance, held until it
-    /// reports or the window ends) and it spends nothing of the resource until the rules'
+    /// unreported: all of it in degraded mode, else the express allowance, held until its
+    /// next call or heartbeat reports, which returns all but the express allowance) and it
+    /// spends nothing of the resource until the rules'
     /// counts have left their windows or it is given the same rules.
     PacedElsewhere {
         /// The resource.

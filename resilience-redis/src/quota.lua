@@ -308,6 +308,25 @@ end
 local lease = nil
 local fresh = 0
 
+-- Settles what the caller's ended lease (`epoch`) holds back with the report its call
+-- carries; whether it held anything. The report may not be all: another call of the old
+-- lease, sent before the last express spending, can reach us first. Up to `keep` stays out
+-- of the pool.
+local function take_held()
+  local hk = node .. ':' .. d(epoch)
+  local h = tonumber(redis.call('HGET', K_H, hk))
+  if not h then return false end
+  s.held = s.held - h
+  s.pool = s.pool + math.max(0, h - spent_off - keep)
+  -- What it spent offline leaves the held share: granted, and maybe still in flight.
+  local spent = math.min(h, spent_off)
+  s.ledger = s.ledger + spent
+  fly(spent)
+  redis.call('HDEL', K_H, hk)
+  publish()
+  return true
+end
+
 -- Renews the caller's lease, or settles its old epoch and starts a new one (a new epoch).
 -- A lease newer than the caller's epoch is the caller's own (node names are per process):
 -- a call sent before it heard of its new lease. It keeps that lease; retiring it would
@@ -322,20 +341,7 @@ local function join()
     if l then retire(node, l) end
     local adopt = 0
     if epoch > 0 then
-      local hk = node .. ':' .. d(epoch)
-      local h = tonumber(redis.call('HGET', K_H, hk))
-      if h then
-        -- The report may not be all: another call of the old lease, sent before the last
-        -- express spending, can reach us first. Up to `keep` stays out of the pool.
-        s.held = s.held - h
-        s.pool = s.pool + math.max(0, h - spent_off - keep)
-        -- What it spent offline leaves the held share: granted, and maybe still in flight.
-        local spent = math.min(h, spent_off)
-        s.ledger = s.ledger + spent
-        fly(spent)
-        redis.call('HDEL', K_H, hk)
-        publish()
-      elseif v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
+      if not take_held() and v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
           and (s.rebuilt == s.win or (epoch < s.born * 1000 and s.win == s.born * 1000)) then
         if s.rebuilt ~= s.win then
           -- A lease of a state Redis has lost, and a view of a live window, while the state

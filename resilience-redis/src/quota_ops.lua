@@ -9,6 +9,11 @@ if unpaced and (s.paced_until or 0) > now then
     -- What it reports spending is settled first, as at a renewal.
     if l.win ~= s.win then l.reserved, l.win = 0, s.win end
     settle_report(l)
+  elseif epoch > 0 then
+    -- Refused before: its report settles what its ended lease holds back (in degraded mode
+    -- the whole reservation, since the reply that ended it may have been lost), as at a
+    -- rejoin; without this it stayed held until the window ended.
+    take_held()
   end
   if l then retire(node, l) end
   status = 5

@@ -151,6 +151,10 @@ async fn g7_g8_a_process_without_the_rules_gets_no_reservation_and_no_express_la
     }
     let s = paced.snapshot().await.expect("snapshot");
     assert_eq!((s.reserved_total, s.members), (0, 1), "{s:?}");
+    // Degraded mode: its whole reservation could have been spent offline, but the refused
+    // call carried its report; only what its express lane (allowance 8) may have spent
+    // since stays held, not the whole reservation until the window ends.
+    assert!(s.held <= 8, "{s:?}");
 }
 
 /// The refusal of a process without the rules saves what its call changed: a lease it
