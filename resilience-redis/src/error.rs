@@ -50,8 +50,9 @@ pub enum RedisQuotaError {
     /// ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing)) and this one was given
     /// none, so its calls would not be counted in them. Its lease was ended (what it reported
     /// spending settled; its reservation returned to the pool, less what it may still spend
-    /// unreported: all of it in degraded mode, else the express allowance, held until its
-    /// next call or heartbeat reports, which returns all but the express allowance) and it
+    /// unreported: all of it in degraded mode, else the express allowance, held until a
+    /// call or heartbeat of its reports after the lease would have expired, which returns all
+    /// but the express allowance) and it
     /// spends nothing of the resource until the rules'
     /// counts have left their windows or it is given the same rules.
     PacedElsewhere {

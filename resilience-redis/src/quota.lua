@@ -231,13 +231,15 @@ end
 
 -- Ends a lease: its reservation goes back to the pool, except what the holder may have
 -- spent without reporting (its hold); that is held until the holder reports what it
--- spent, or the window ends.
-local function retire(n, l)
+-- spent, or the window ends. A lease ended `live` (before it expired) may still be spent
+-- from offline until it would have: a report is taken only after that (`take_held`).
+local function retire(n, l, live)
   if l.win == s.win and l.reserved > 0 then
     local hold = math.min(l.hold, l.reserved)
     s.reserved = s.reserved - l.reserved
     if hold > 0 then
-      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), d(hold))
+      local v = live and (d(hold) .. ':' .. d(l.exp)) or d(hold)
+      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), v)
       s.held = s.held + hold
     end
     if l.reserved > hold then
@@ -309,13 +311,14 @@ local lease = nil
 local fresh = 0
 
 -- Settles what the caller's ended lease (`epoch`) holds back with the report its call
--- carries; whether it held anything. The report may not be all: another call of the old
+-- carries, once nothing more can be spent from it offline; whether it did. The report may not be all: another call of the old
 -- lease, sent before the last express spending, can reach us first. Up to `keep` stays out
 -- of the pool.
 local function take_held()
   local hk = node .. ':' .. d(epoch)
-  local h = tonumber(redis.call('HGET', K_H, hk))
-  if not h then return false end
+  local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
+  if not h or now < (tonumber(live_until) or 0) then return false end
+  h = tonumber(h)
   s.held = s.held - h
   s.pool = s.pool + math.max(0, h - spent_off - keep)
   -- What it spent offline leaves the held share: granted, and maybe still in flight.

@@ -10,12 +10,13 @@ if unpaced and (s.paced_until or 0) > now then
     if l.win ~= s.win then l.reserved, l.win = 0, s.win end
     settle_report(l)
   elseif epoch > 0 then
-    -- Refused before: its report settles what its ended lease holds back (in degraded mode
-    -- the whole reservation, since the reply that ended it may have been lost), as at a
-    -- rejoin; without this it stayed held until the window ended.
+    -- Refused before: once its ended lease would have expired, its report settles what
+    -- that lease holds back (in degraded mode the whole reservation: the reply that ended
+    -- it may have been lost, and the holder spent on offline), as at a rejoin. Without
+    -- this it stayed held until the window ended.
     take_held()
   end
-  if l then retire(node, l) end
+  if l then retire(node, l, true) end
   status = 5
 elseif op == 'acq' then
   -- Never from the last `keep` of the reservation: the express lane may have spent it
