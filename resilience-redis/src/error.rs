@@ -48,13 +48,12 @@ pub enum RedisQuotaError {
     },
     /// Another process counts its grants of this resource against shared pacing rules
     /// ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing)) and this one was given
-    /// none, so its calls would not be counted in them. Its lease was ended (what it reported
-    /// spending settled; its reservation returned to the pool, less what it may still spend
-    /// unreported: all of it in degraded mode, else the express allowance, held until a
-    /// call or heartbeat of its reports after the lease would have expired, which returns all
-    /// but the express allowance) and it
-    /// spends nothing of the resource until the rules'
-    /// counts have left their windows or it is given the same rules.
+    /// none, so its calls would not be counted in them. Its lease was ended: what it reported
+    /// spending is settled, and its reservation returns to the pool, less what it may still
+    /// spend unreported (all of it in degraded mode, else the express allowance). That part
+    /// is held until the lease would have expired; the next call or heartbeat after that
+    /// reports, and all but the express allowance returns. It spends nothing of the resource
+    /// until the rules' counts have left their windows or it is given the same rules.
     PacedElsewhere {
         /// The resource.
         resource: String,
