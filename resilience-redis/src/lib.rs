@@ -209,6 +209,8 @@ mod config;
 mod error;
 mod governed;
 mod grant;
+#[cfg(test)]
+mod held_report_tests;
 mod link;
 mod local;
 mod observe;
@@ -220,6 +222,9 @@ mod quota;
 mod resource;
 mod script;
 mod tasks;
+#[cfg(test)]
+#[path = "../tests/common/server.rs"]
+mod test_server;
 mod wait;
 
 pub use config::{OnLoss, QuotaSpec, RedisQuotaConfig, WaitPolicy};

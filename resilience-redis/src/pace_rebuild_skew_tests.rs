@@ -2,10 +2,8 @@
 //! that merges it (a failover to a host whose clock is behind). Injecting such grants into
 //! the log needs the crate's internals; the server is a real, throwaway `redis-server`.
 
-#[path = "../tests/common/server.rs"]
-mod server;
-
 use crate::pacing::Ask;
+use crate::test_server as server;
 use crate::{QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig};
 use resilience_core::clock::Clock;
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};

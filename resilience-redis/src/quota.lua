@@ -311,20 +311,27 @@ local lease = nil
 local fresh = 0
 
 -- Settles what the caller's ended lease (`epoch`) holds back with the report its call
--- carries, once nothing more can be spent from it offline; whether it did. The report may not be all: another call of the old
--- lease, sent before the last express spending, can reach us first. Up to `keep` stays out
--- of the pool.
+-- carries; whether it held anything. What the report says was spent leaves the held share
+-- at once (granted, and maybe still in flight). The rest returns to the pool once nothing
+-- more can be spent from it offline (a lease ended live: once it would have expired), less
+-- `keep`: another call of the old lease, sent before the last express spending, can reach
+-- us first.
 local function take_held()
   local hk = node .. ':' .. d(epoch)
   local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
-  if not h or now < (tonumber(live_until) or 0) then return false end
+  if not h then return false end
   h = tonumber(h)
-  s.held = s.held - h
-  s.pool = s.pool + math.max(0, h - spent_off - keep)
-  -- What it spent offline leaves the held share: granted, and maybe still in flight.
   local spent = math.min(h, spent_off)
+  s.held = s.held - spent
   s.ledger = s.ledger + spent
   fly(spent)
+  h = h - spent
+  if now < (tonumber(live_until) or 0) and h > 0 then
+    redis.call('HSET', K_H, hk, d(h) .. ':' .. live_until)
+    return true
+  end
+  s.held = s.held - h
+  s.pool = s.pool + math.max(0, h - keep)
   redis.call('HDEL', K_H, hk)
   publish()
   return true
