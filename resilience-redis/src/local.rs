@@ -134,29 +134,47 @@ impl Local {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
         if r.status == crate::script::FENCED || r.status == crate::script::PACED_ELSEWHERE {
-            if t.epoch != self.epoch {
-                // About a lease this process has already replaced (a renewal's reply,
-                // judged before this one, was applied first): the new lease stands.
+            if r.status == crate::script::FENCED {
+                // Only a current lease settles a report: this one goes out again with the
+                // next call (reporting twice only makes the server hold less for us).
+                self.offline_unreported += reported;
+            }
+            // The lease that ended: the one the call named, or (a refusal) the node's lease
+            // it ended, which may be newer (made by a renewal racing this call).
+            let ended = t.epoch.max(r.epoch);
+            if ended < self.epoch {
+                // About a lease this process has already replaced: the new lease stands.
                 return;
             }
-            // Our epoch is stale: nothing is ours to spend until a new lease is granted.
-            // The reply's ops are not taken: a reply judged before it may still bring the
-            // new lease (a renewal racing this call); one naming the ended lease never
-            // gives it back (`ended_epoch`).
+            // Nothing is ours to spend until a new lease is granted. The reply's ops are
+            // not taken: a reply judged before it may still bring a newer lease; one naming
+            // an ended lease never gives it back (`ended_epoch`).
             self.server_reserved = 0;
             self.lease_until = Duration::ZERO;
-            self.ended_epoch = self.epoch;
+            self.ended_epoch = self.ended_epoch.max(ended);
             return;
         }
-        let ended = r.epoch != 0 && r.epoch == self.ended_epoch;
+        // Epochs only grow: a lease no newer than one that ended is gone too.
+        let ended = r.epoch != 0 && r.epoch <= self.ended_epoch;
         if t.conn > self.uncertain_conn {
             // Lost replies went out on an older connection, closed before this one opened:
-            // the server has settled them, and this reply counts them.
+            // the server has settled them, and this reply counts them. (Not on a new lease
+            // or window: a lost acquire judged after the renewal that made them is paid
+            // from them.)
             self.uncertain = 0;
+        }
+        if r.epoch > self.epoch && !ended && r.ops <= self.ops {
+            // A new lease in a reply judged before the newest one applied, which, sent under
+            // the old epoch (a snapshot, a release), could not name it. Only calls whose
+            // reply names a lease change its reservation, so this one is the newest word on
+            // it; the rest of the reply is older than what this process knows.
+            self.lease_until = Duration::ZERO;
+            self.epoch = r.epoch;
+            self.leaving = false;
+            self.server_reserved = r.reserved;
         }
         if r.ops > self.ops {
             if r.epoch != 0 && r.epoch != self.epoch {
-                self.uncertain = 0;
                 self.lease_until = Duration::ZERO;
                 self.epoch = r.epoch;
                 self.leaving = false;
@@ -165,14 +183,19 @@ impl Local {
                 // Offline spending not yet reported is still reported: it may have been
                 // spent past a reset this process was not told of, in this window (the
                 // server takes it from what it carried over for that, or this window).
-                self.uncertain = 0;
                 self.window = r.window;
             }
             self.ops = r.ops;
             self.sequential = r.sequential;
             self.ledger = r.ledger;
             self.in_flight = r.in_flight;
-            self.server_reserved = if r.epoch == 0 || ended { 0 } else { r.reserved };
+            self.server_reserved = match r.epoch {
+                // Sent under an older epoch than ours: it says nothing of our lease.
+                0 if t.epoch < self.epoch => self.server_reserved,
+                0 => 0,
+                _ if ended => 0,
+                _ => r.reserved,
+            };
             self.limit = r.limit;
             self.window_ms = r.window_ms;
             self.reset_at_ms = r.reset_at_ms;
@@ -355,6 +378,85 @@ mod tests {
                 "status {ended}"
             );
         }
+    }
+
+    /// A reply sent under the old epoch and judged after the renewal that made the new
+    /// lease (a snapshot: no lease named) does not hide that renewal's reply, in either
+    /// order (review helper-33 #2).
+    #[test]
+    fn g7_a_reply_naming_no_lease_does_not_hide_the_new_one() {
+        let stale = Reply {
+            status: GO,
+            ..reply(13, 0, 0)
+        };
+        for stale_first in [true, false] {
+            let clock = ManualClock::new();
+            let mut l = Local::default();
+            l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+            if stale_first {
+                l.apply(&stale, at(&clock, 1), 0, MARGIN);
+                l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
+            } else {
+                l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
+                l.apply(&stale, at(&clock, 1), 0, MARGIN);
+            }
+            assert_eq!(
+                (l.epoch, l.reserved()),
+                (6, 20),
+                "stale first: {stale_first}"
+            );
+        }
+    }
+
+    /// A refusal that ended the node's newer lease (made by a renewal racing it), applied
+    /// before that renewal's reply, leaves nothing to spend (review helper-33 #4).
+    #[test]
+    fn g7_a_refusal_ending_a_newer_lease_keeps_it_ended() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        let refusal = Reply {
+            status: crate::script::PACED_ELSEWHERE,
+            ..reply(14, 6, 0)
+        };
+        l.apply(&refusal, at(&clock, 1), 0, MARGIN);
+        l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.reserved(), 0);
+        assert!(l.express_acquire(1, clock.now(), 8).is_none());
+        assert!(l.offline_acquire(1, clock.now()).is_err());
+    }
+
+    /// Only a current lease settles a report: a fenced call's goes out again (review
+    /// helper-33 #6).
+    #[test]
+    fn g7_a_fenced_calls_report_is_reported_again() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        l.offline_acquire(4, clock.now()).expect("offline");
+        let report = l.take_report();
+        assert_eq!(report, 4);
+        let fenced = Reply {
+            status: crate::script::FENCED,
+            ..reply(11, 0, 0)
+        };
+        l.apply(&fenced, at(&clock, 1), report, MARGIN);
+        assert_eq!(l.take_report(), 4);
+    }
+
+    /// A lost acquire sent under the old epoch may be judged after the renewal that made the
+    /// new lease, and paid from it: a reply on the same connection naming the new lease
+    /// does not clear it (review helper-33 #5).
+    #[test]
+    fn g7_a_lost_acquire_stays_counted_across_a_new_lease_on_the_same_connection() {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        l.lost_acquire(4, 1);
+        l.apply(&reply(11, 6, 20), at(&clock, 1), 0, MARGIN);
+        assert_eq!(l.reserved(), 16);
+        l.apply(&reply(12, 6, 20), at(&clock, 2), 0, MARGIN);
+        assert_eq!(l.reserved(), 20);
     }
 
     /// A renewal racing a call of the ended lease: the server judged the renewal first (a

@@ -3,6 +3,8 @@
 -- back to the pool, as at a leave; the reply shuts its express lane) and it is refused. The
 -- state is saved as after any call: this one may have reaped leases or rolled the window.
 local unpaced = (op == 'acq' and #ARGV <= 20) or (op == 'renew' and ARGV[17] ~= '1')
+-- The lease a refusal ended (its reply names it: it may be newer than the caller's epoch).
+local ended_lease = 0
 if unpaced and (s.paced_until or 0) > now then
   local l = decode(redis.call('HGET', K_L, node))
   if l and epoch > 0 and l.epoch == epoch then
@@ -16,7 +18,10 @@ if unpaced and (s.paced_until or 0) > now then
     -- this it stayed held until the window ended.
     take_held()
   end
-  if l then retire(node, l, true) end
+  if l then
+    ended_lease = l.epoch
+    retire(node, l, true)
+  end
   status = 5
 elseif op == 'acq' then
   -- Never from the last `keep` of the reservation: the express lane may have spent it
@@ -230,7 +235,7 @@ if lease then
 end
 redis.call('SET', K_Q, cmsgpack.pack(s))
 
-return {status, reason, wait, lease and lease.epoch or 0, s.win, s.ledger, from_res,
+return {status, reason, wait, lease and lease.epoch or ended_lease, s.win, s.ledger, from_res,
   lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
   s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
   in_flight(), s.fl_at, s.sm and 1 or 0}
