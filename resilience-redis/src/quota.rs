@@ -241,11 +241,25 @@ impl Inner {
 
     /// One script call on the current connection.
     pub async fn call(&self, res: &ResState, op: Op) -> Result<Reply, CallError> {
+        self.call_for(res, op, None).await
+    }
+
+    /// One script call made for a grant (or lease) of epoch `of`, if given. If this process
+    /// has moved to another epoch by the time the call is made, the server must judge it
+    /// under `of`: it goes with that epoch and no report, and its reply (about a lease no
+    /// longer ours) is not applied. Decided under the same lock as the view, so a renewal's
+    /// reply applied meanwhile cannot make a stale call pass for a current one.
+    pub async fn call_for(
+        &self,
+        res: &ResState,
+        op: Op,
+        of: Option<u64>,
+    ) -> Result<Reply, CallError> {
         let Some((mut conn, generation)) = self.link.current() else {
             self.note_loss();
             return Err(CallError::Lost);
         };
-        self.call_on(&mut conn, generation, res, op).await
+        self.call_on(&mut conn, generation, res, op, of).await
     }
 
     /// One script call on `conn`, applying the reply to the resource's local view. If Redis
@@ -257,10 +271,11 @@ impl Inner {
         generation: u64,
         res: &ResState,
         op: Op,
+        of: Option<u64>,
     ) -> Result<Reply, CallError> {
         let mut reported = false;
         loop {
-            let reply = self.call_once(conn, generation, res, &op).await?;
+            let reply = self.call_once(conn, generation, res, &op, of).await?;
             if reply.status != script::REPORT {
                 return Ok(reply);
             }
@@ -275,7 +290,7 @@ impl Inner {
             let report = Op::PaceReport {
                 log: log.unwrap_or_default(),
             };
-            self.call_once(conn, generation, res, &report).await?;
+            self.call_once(conn, generation, res, &report, None).await?;
         }
     }
 
@@ -285,19 +300,40 @@ impl Inner {
         generation: u64,
         res: &ResState,
         op: &Op,
+        of: Option<u64>,
     ) -> Result<Reply, CallError> {
         let now = self.clock.now();
         let pace_due = res.pace_log.as_ref().is_some_and(|l| l.lock().due(now));
-        let (view, report) = {
+        let (view, report, stale) = {
             let mut l = res.local.lock();
-            let report = l.take_report();
-            if *op == Op::Leave {
+            let stale = of.filter(|&e| e != l.epoch);
+            let report = if stale.is_some() { 0 } else { l.take_report() };
+            if *op == Op::Leave && stale.is_none() {
                 l.leave_sent(generation);
             }
             let mut view = l.view(report);
             view.pace_due = pace_due;
-            (view, report)
+            if let Some(epoch) = stale {
+                view.epoch = epoch;
+            }
+            (view, report, stale)
         };
+        if stale.is_some() {
+            return match script::call(conn, &res.fixed, &view, op).await {
+                Ok(Some(r)) => Ok(r),
+                Ok(None) => Err(CallError::Server(
+                    self.server_error("unexpected script reply"),
+                )),
+                Err(e) if is_loss(&e) => {
+                    self.link.broken(generation);
+                    self.note_loss();
+                    Err(CallError::Lost)
+                }
+                Err(e) => Err(CallError::Server(
+                    self.server_error(&crate::error::clean(&e)),
+                )),
+            };
+        }
         let sent_at = self.clock.now();
         let result = script::call(conn, &res.fixed, &view, op).await;
         let timing = Timing {

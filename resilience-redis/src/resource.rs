@@ -377,41 +377,11 @@ impl SharedQuota {
 
     /// A call made under `epoch` (the grant's, or this process's current one).
     async fn settle(&self, epoch: u64, op: Op) -> Result<Settled, RedisQuotaError> {
-        let own = self.state.local.lock().epoch;
-        let result = if epoch == own {
-            self.inner.call(&self.state, op).await
-        } else {
-            // An older epoch than ours: the server must judge it under that epoch, so the
-            // call carries it (no local view is updated from the reply's lease fields).
-            self.call_as(epoch, op).await
-        };
-        match result {
+        match self.inner.call_for(&self.state, op, Some(epoch)).await {
             Ok(r) if r.status == script::FENCED => Ok(Settled::Fenced),
             Ok(_) => Ok(Settled::Applied),
             Err(CallError::Lost) => Ok(Settled::Local),
             Err(CallError::Server(e)) => Err(e),
-        }
-    }
-
-    async fn call_as(&self, epoch: u64, op: Op) -> Result<Reply, CallError> {
-        let Some((mut conn, generation)) = self.inner.link.current() else {
-            return Err(CallError::Lost);
-        };
-        let mut view = self.state.local.lock().view(0);
-        view.epoch = epoch;
-        match script::call(&mut conn, &self.state.fixed, &view, &op).await {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => Err(CallError::Server(
-                self.inner.server_error("unexpected script reply"),
-            )),
-            Err(e) if crate::link::is_loss(&e) => {
-                self.inner.link.broken(generation);
-                self.inner.note_loss();
-                Err(CallError::Lost)
-            }
-            Err(e) => Err(CallError::Server(
-                self.inner.server_error(&crate::error::clean(&e)),
-            )),
         }
     }
 

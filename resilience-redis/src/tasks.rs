@@ -49,7 +49,10 @@ async fn rejoin(inner: &Inner) {
         return;
     };
     for res in inner.resources() {
-        match inner.call_on(&mut conn, generation, &res, Op::Renew).await {
+        match inner
+            .call_on(&mut conn, generation, &res, Op::Renew, None)
+            .await
+        {
             Ok(_) | Err(CallError::Server(_)) => {}
             Err(CallError::Lost) => return,
         }
@@ -58,7 +61,7 @@ async fn rejoin(inner: &Inner) {
         if let Some(left) = left {
             let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
             match inner
-                .call_on(&mut conn, generation, &res, Op::Block { ms })
+                .call_on(&mut conn, generation, &res, Op::Block { ms }, None)
                 .await
             {
                 Ok(_) | Err(CallError::Server(_)) => {}
