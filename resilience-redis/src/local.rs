@@ -282,6 +282,11 @@ impl Local {
     }
 
     /// Shuts the express lane until a new lease: call before sending `leave`.
+    /// The lease was given up and no new one started: nothing to renew.
+    pub fn is_leaving(&self) -> bool {
+        self.leaving
+    }
+
     pub fn start_leaving(&mut self) {
         self.leaving = true;
         self.leave_conn = None;

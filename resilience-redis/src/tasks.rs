@@ -34,6 +34,11 @@ pub(crate) async fn supervise(weak: Weak<Inner>) {
         let Some(inner) = weak.upgrade() else { return };
         if inner.link.is_up() {
             for res in inner.resources() {
+                // A lease given up is not renewed (that would start a new one): the next
+                // acquire does.
+                if res.local.lock().is_leaving() {
+                    continue;
+                }
                 // A loss is noted by the call itself; a server error will show on the next
                 // acquire too.
                 let _ = inner.call(&res, Op::Renew).await;
@@ -49,11 +54,18 @@ async fn rejoin(inner: &Inner) {
         return;
     };
     for res in inner.resources() {
-        match inner
-            .call_on(&mut conn, generation, &res, Op::Renew, None)
-            .await
-        {
-            Ok(_) | Err(CallError::Server(_)) => {}
+        // A lease given up is not renewed (that would start a new one).
+        let leaving = res.local.lock().is_leaving();
+        let renewed = if leaving {
+            Ok(())
+        } else {
+            inner
+                .call_on(&mut conn, generation, &res, Op::Renew, None)
+                .await
+                .map(drop)
+        };
+        match renewed {
+            Ok(()) | Err(CallError::Server(_)) => {}
             Err(CallError::Lost) => return,
         }
         // A block this process met while Redis was lost is every process's news.

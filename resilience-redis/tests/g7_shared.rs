@@ -173,6 +173,29 @@ async fn g7_observed_headers_lower_the_shared_pool_and_leave_returns_the_reserva
     assert_eq!((s.pool, s.reserved_total), (10, 0), "{s:?}");
 }
 
+/// A lease given up stays given up: the heartbeat does not renew it (that started a new
+/// lease within one period, reservation and membership back); the next acquire does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_left_lease_is_not_renewed_by_the_heartbeat() {
+    let Some(srv) = server() else { return };
+    let p = prefix("left");
+    let (_r, a) = quota(
+        cfg(&srv.url, &p, "a")
+            .reserve_share_permille(500)
+            .lease_ttl(MS(600)),
+        100,
+        MS(60_000),
+    )
+    .await;
+    assert_eq!(a.leave().await.expect("leave"), Settled::Applied);
+    tokio::time::sleep(MS(700)).await; // three heartbeat periods
+    let s = a.snapshot().await.expect("snapshot");
+    assert_eq!((s.pool, s.reserved_total, s.members), (100, 0, 0), "{s:?}");
+    let _ = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    let s = a.snapshot().await.expect("snapshot");
+    assert_eq!(s.members, 1, "{s:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_a_cost_above_the_whole_limit_is_a_typed_error() {
     let Some(srv) = server() else { return };
