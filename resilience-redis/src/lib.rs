@@ -151,6 +151,12 @@
 //! from a reservation, so the counts hold every returning process's grants before the
 //! first new one. See [`QuotaSpec::shared_pacing`] for what is not covered.
 //!
+//! Telling a lost state's leases from the new state's relies on the server's clock: lease
+//! epochs and reply order are counted from the state's birth in server milliseconds. A
+//! failover to a host whose clock is behind the old one's by more than the failover took
+//! (seconds, against the milliseconds NTP keeps hosts within) would not be seen as a data
+//! loss: no conservative rebuild, and replies ignored until the new counters pass the old.
+//!
 //! Give Redis the `noeviction` maxmemory policy (its default). The rule counts are the only
 //! keys this crate gives an expiry, so a `volatile-*` policy can evict them alone: that is
 //! seen at the next acquire with rules, and they are rebuilt from the processes' reports
