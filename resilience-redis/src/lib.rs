@@ -160,9 +160,13 @@
 //! Give Redis the `noeviction` maxmemory policy (its default). The rule counts are the only
 //! keys this crate gives an expiry, so a `volatile-*` policy can evict them alone: that is
 //! seen at the next acquire with rules, and they are rebuilt from the processes' reports
-//! as above (rules judge nothing until every process then holding a lease has reported,
-//! has left, or one lease TTL has passed). An `allkeys-*` policy can evict any key; a
-//! lost state is a data loss, but leases evicted alone are not detected.
+//! as above: the asks a rule selects wait until every process then holding a lease has
+//! reported or left, or the last of those leases would have expired (a rebuild ended early
+//! wakes them), and a process that had left reports when it comes back, before it is
+//! judged. Until then its grants are not counted: the one case the rebuild can let a rule
+//! be passed, and the reason for `noeviction`. Counts evicted again during the rebuild are
+//! rebuilt again. An `allkeys-*` policy can evict any key; a lost state is a data loss,
+//! but leases evicted alone are not detected.
 //!
 //! # Use
 //!

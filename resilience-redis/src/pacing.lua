@@ -110,16 +110,52 @@ local pace = nil
 -- The counts vanished while a grant still counts in them, the state did not: evicted alone
 -- (they and the index are the only keys here with an expiry, so a `volatile-*` maxmemory
 -- policy can take them) or deleted. As after a data loss (pacing_rebuild.lua), every
--- process that held a lease reports its log, and nothing is judged on the rules until all
--- have (`s.pl`: the nodes owed, emptied by their report, their next call with nothing to
--- report, or the end of their lease) or one lease TTL has passed. The hash exists again
--- (until the counts would have expired), so the loss is seen once.
+-- process whose grants may still count reports its log before it is judged again (`s.pr`,
+-- the nodes that have, until the lost counts would have expired: `s.pr_until`), whether it
+-- holds a lease now or comes back later (one that left). The asks the rules select are
+-- refused until every lease holder has reported (`s.pl`, the gate: the nodes owed, emptied
+-- by their report, their next call with nothing to report, or the end of their lease) or
+-- the last of those leases would have expired. The hash exists again (until the counts
+-- would have expired), so the loss is seen once; lost again, it is seen again and every
+-- report asked for again (those merged went with it).
 local function pace_counts_lost()
-  local owed = {}
-  for _, n in ipairs(redis.call('HKEYS', K_L)) do owed[n] = 1 end
-  s.pl, s.pl_until = owed, now + ttl
+  local owed, last = {}, now
+  local all = redis.call('HGETALL', K_L)
+  for i = 1, #all, 2 do
+    owed[all[i]] = 1
+    local l = decode(all[i + 1])
+    if l then last = math.max(last, l.exp) end
+  end
+  s.pl, s.pl_until = owed, last
+  s.pr, s.pr_until = {}, s.paced_until
   redis.call('HSET', K_P, 'x', d(s.paced_until))
   redis.call('PEXPIREAT', K_P, d(s.paced_until))
+end
+
+-- Whether the counts were lost since they were last written: gone while a grant still
+-- counts in them (their expiry, 'x', never falls below `s.paced_until`).
+local function pace_counts_gone(x)
+  return not x and (s.paced_until or 0) > now
+end
+
+-- Ends the rebuild's gate once every lease holder owed has reported (waking the asks it
+-- refused) or the last of their leases would have expired; forgets who reported once the
+-- lost counts would have expired.
+local function pace_gate_settle()
+  if s.pl and next(s.pl) == nil then
+    s.pl, s.pl_until = nil, nil
+    publish()
+  elseif s.pl and now >= s.pl_until then
+    s.pl, s.pl_until = nil, nil
+  end
+  if s.pr and now >= s.pr_until then s.pr, s.pr_until = nil, nil end
+end
+
+-- Node `n` has reported its log since the loss (or has nothing left to report).
+local function pace_reported(n)
+  if s.pr then s.pr[n] = 1 end
+  if s.pl then s.pl[n] = nil end
+  pace_gate_settle()
 end
 
 -- Judges an acquire of `cost` at priority index `prio` against the rules. Returns the wait
@@ -166,7 +202,7 @@ local function pace_check(cost, prio)
   end
   local vals = redis.call('HMGET', K_P, unpack(fields))
   -- The counts gone while a grant still counts in them: evicted (pacing_rebuild.lua).
-  if not vals[2] and (s.paced_until or 0) > now and not s.pl then pace_counts_lost() end
+  if pace_counts_gone(vals[2]) then pace_counts_lost() end
   -- Pass 2: judge them.
   for _, sp in ipairs(spaced) do
     local last = tonumber(vals[sp.f]) or 0
@@ -192,9 +228,10 @@ local function pace_check(cost, prio)
   if why == 0 and cap > 0 and calls_in_flight() >= cap then
     wait, why = calls_wait(cap), 7
   end
-  -- While the evicted counts are rebuilt from the reports, nothing is judged on them.
-  if s.pl and (now >= s.pl_until or next(s.pl) == nil) then s.pl, s.pl_until = nil, nil end
-  if s.pl then wait, why = s.pl_until - now, 3 end
+  -- While the evicted counts are rebuilt from the reports, nothing is judged on them (an
+  -- ask no rule selects is judged on none of them: not held up).
+  pace_gate_settle()
+  if s.pl and #spaced + #wins > 0 then wait, why = math.max(1, s.pl_until - now), 3 end
   local kept = tonumber(vals[1]) or 0
   pace = {fields = fields, spaced = spaced, wins = wins, keep = math.max(keep_ms, kept),
     grown = keep_ms > kept, expires = tonumber(vals[2]) or 0}

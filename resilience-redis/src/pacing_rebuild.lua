@@ -22,14 +22,15 @@ local function lost_lease()
 end
 
 -- Whether the caller must report first: its lease belongs to a lost state, or the counts
--- were evicted and its report is owed (pacing.lua, `pace_counts_lost`). `due`: it has
--- grants that may still count; a node owed with none is owed nothing more.
+-- were evicted and it has not reported since (pacing.lua, `pace_counts_lost`), lease or
+-- not. `due`: it has grants that may still count; a node with none owes nothing more.
 local function report_owed(due)
+  if s.pr then pace_gate_settle() end
   if not due then
-    if s.pl then s.pl[node] = nil end
+    pace_reported(node)
     return false
   end
-  return lost_lease() or (s.pl ~= nil and s.pl[node] ~= nil)
+  return lost_lease() or (s.pr ~= nil and s.pr[node] == nil)
 end
 
 -- Saves what this call changed before asking (it may have reaped leases or rolled the

@@ -33,7 +33,7 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 11
+local PROTO = 12
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -247,8 +247,8 @@ local function retire(n, l, live)
       publish()
     end
   end
-  -- Gone (left, reaped or refused): no report of its shared-rule grants is awaited
-  -- (pacing_rebuild.lua).
+  -- Gone (left, reaped or refused): the rebuild of evicted rule counts no longer waits for
+  -- its report (pacing.lua); it is still asked for one if it comes back.
   if s.pl then s.pl[n] = nil end
   redis.call('HDEL', K_L, n)
   redis.call('ZREM', K_E, n)

@@ -54,8 +54,10 @@ elseif op == 'acq' then
     status, reason, wait = 2, 1, s.block_until - now
   elseif pwait > 0 then
     status, reason, wait = 2, pwhy, pwait
-    -- A settled grant wakes the waiters of the concurrency cap.
+    -- A settled grant wakes the waiters of the concurrency cap; the end of a rebuild's
+    -- gate, those it refused.
     if pwhy == 7 then s.cw = 1 end
+    if pwhy == 3 then s.starved = 1 end
   elseif s.sm and calls_in_flight() >= 1 then
     -- G4 sequential mode (cascade.lua): one call at a time; a settled grant wakes them.
     status, reason, wait = 2, 8, calls_wait(1)
@@ -107,12 +109,15 @@ elseif op == 'pm' then
   -- Once: a report whose reply was lost finds the lease it made (or its node no longer
   -- owed), and only rejoins.
   local lost = lost_lease()
-  local owed = not lost and s.pl ~= nil and s.pl[node] ~= nil
+  -- The counts evicted again since the last loss was seen (a merge wrote them back): a new
+  -- loss, every report asked for again, this one merged into what is left.
+  if not lost and pace_counts_gone(redis.call('HGET', K_P, 'x')) then pace_counts_lost() end
+  local owed = not lost and s.pr ~= nil and s.pr[node] == nil
   if (lost or owed) and not pace_merge(ARGV[16], ARGV[17]) then
     return redis.error_reply('resilience-redis: a shared-rule report that does not match '
       .. 'the rules sent with it (builds differ?)')
   end
-  if owed then s.pl[node] = nil end
+  if owed then pace_reported(node) end
   join()
   top_up()
 elseif op == 'rel' then

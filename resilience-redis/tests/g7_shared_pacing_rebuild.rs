@@ -5,67 +5,11 @@
 mod common;
 
 use common::node::{cfg, go, rejoined, MS};
+use common::pacing::{client, creates_per_minute, granted, paced};
 use common::server::{prefix, server, skip};
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
-use resilience_redis::{
-    QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, SharedQuota,
-};
-use std::time::{Duration, Instant};
-
-async fn client(url: &str, p: &str, node: &str, pacing: &Pacing) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(cfg(url, p, node).reserve_share_permille(0))
-        .await
-        .expect("connect");
-    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing.clone());
-    let q = r.resource("core", spec).await.expect("resource");
-    (r, q)
-}
-
-/// 10 creations per minute, shared.
-fn creates_per_minute() -> Pacing {
-    Pacing {
-        windows: vec![WindowRule::new(
-            "creates",
-            Selector::Creates,
-            Measure::Requests,
-            10,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    }
-}
-
-/// The wait of a decision that must be one, waiting out the quota's rebuild (the pool stays
-/// closed until every process has rejoined).
-async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
-    let t = Instant::now();
-    loop {
-        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
-            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
-                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
-                tokio::time::sleep(MS(20)).await;
-            }
-            QuotaDecision::Wait(w) => return w,
-            QuotaDecision::Go(g) => panic!("granted past a full rule after the loss: {g:?}"),
-        }
-    }
-}
-
-async fn granted(q: &SharedQuota, r: &Request<'_>) {
-    let t = Instant::now();
-    loop {
-        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
-            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
-                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
-                tokio::time::sleep(MS(20)).await;
-            }
-            d => {
-                let _ = go(d);
-                return;
-            }
-        }
-    }
-}
+use resilience_redis::{QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_g8_window_counts_are_rebuilt_from_every_process_after_redis_loses_its_data() {
@@ -377,68 +321,4 @@ async fn g7_g8_a_call_asked_for_its_report_keeps_what_it_reaped() {
         "b's reservation is still counted: {s:?}"
     );
     assert_eq!(s.members, 1, "{s:?}");
-}
-
-/// The rule counts and their index are the only keys with an expiry, so a `volatile-*`
-/// maxmemory policy can evict them alone, the quota's state staying. Seen as a loss, they
-/// are rebuilt from every process's report as after a data loss; a process with nothing
-/// to report does not hold the rebuild up.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_rule_counts_evicted_alone_are_rebuilt_from_the_reports() {
-    let Some(srv) = server() else { return };
-    let p = prefix("pace-evicted");
-    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
-    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
-    let (_rc, c) = client(&srv.url, &p, "c", &creates_per_minute()).await;
-    for (q, n) in [(&a, 6), (&b, 4)] {
-        for _ in 0..n {
-            let _ = go(q
-                .try_acquire_request(&Request::create(), Priority::P1)
-                .await
-                .expect("create"));
-        }
-    }
-    let evicted = srv.cmd(&format!("DEL {{{p}:core}}:p"));
-    assert!(
-        evicted.as_deref().is_some_and(|r| r.starts_with(":1")),
-        "{evicted:?}"
-    );
-    // Without the rebuild, any of them could create 10 more in this minute.
-    let create = Request::create();
-    let (wa, wb, wc) = tokio::join!(paced(&a, &create), paced(&b, &create), paced(&c, &create));
-    for w in [wa, wb, wc] {
-        assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
-        assert!(w.delay > Duration::from_secs(50), "{w:?}");
-    }
-}
-
-/// A process owed a report and gone (cut off: its lease expires and is reaped) does not
-/// hold the rebuild of evicted counts up: without that, the rules would judge nothing for a
-/// whole lease TTL of the others (here two minutes).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_a_gone_process_does_not_hold_up_the_rebuild_of_evicted_counts() {
-    let Some(srv) = server() else { return };
-    let p = prefix("pace-evicted-gone");
-    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
-    let pd = common::proxy::Proxy::start(&srv.url).await;
-    let rd = RedisQuota::connect(cfg(&pd.url, &p, "d").lease_ttl(MS(600)))
-        .await
-        .expect("connect d");
-    let spec =
-        QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(creates_per_minute());
-    let _d = rd.resource("core", spec).await.expect("d");
-    for _ in 0..10 {
-        let _ = go(a
-            .try_acquire_request(&Request::create(), Priority::P1)
-            .await
-            .expect("create"));
-    }
-    pd.cut();
-    let evicted = srv.cmd(&format!("DEL {{{p}:core}}:p"));
-    assert!(
-        evicted.as_deref().is_some_and(|r| r.starts_with(":1")),
-        "{evicted:?}"
-    );
-    let w = paced(&a, &Request::create()).await;
-    assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
 }

@@ -1,0 +1,96 @@
+//! Shared by the G7 + G8 tests of the shared rules' rebuild: a node with the rules and no
+//! reservation, a 10-creations-a-minute rule, and asks that wait out the quota's rebuild.
+
+#![allow(dead_code)]
+
+use super::node::{cfg, go, MS};
+use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
+use resilience_redis::{
+    QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, SharedQuota,
+};
+use std::time::{Duration, Instant};
+
+/// `node` with no reservation on a large hour-long resource under `pacing`: every grant is
+/// judged on the shared rules.
+pub async fn client(url: &str, p: &str, node: &str, pacing: &Pacing) -> (RedisQuota, SharedQuota) {
+    let r = RedisQuota::connect(cfg(url, p, node).reserve_share_permille(0))
+        .await
+        .expect("connect");
+    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing.clone());
+    let q = r.resource("core", spec).await.expect("resource");
+    (r, q)
+}
+
+/// 10 creations per minute, shared.
+pub fn creates_per_minute() -> Pacing {
+    Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    }
+}
+
+/// The wait of a decision that must be one, waiting out the quota's rebuild (the pool stays
+/// closed until every process has rejoined).
+pub async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
+    let t = Instant::now();
+    loop {
+        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
+            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
+                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
+                tokio::time::sleep(MS(20)).await;
+            }
+            QuotaDecision::Wait(w) => return w,
+            QuotaDecision::Go(g) => panic!("granted past a full rule after the loss: {g:?}"),
+        }
+    }
+}
+
+pub async fn granted(q: &SharedQuota, r: &Request<'_>) {
+    let t = Instant::now();
+    loop {
+        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
+            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
+                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
+                tokio::time::sleep(MS(20)).await;
+            }
+            d => {
+                let _ = go(d);
+                return;
+            }
+        }
+    }
+}
+
+/// Deletes the rule counts of resource `core` under prefix `p` (as a `volatile-*` maxmemory
+/// policy can evict them alone), asserting they were there.
+pub fn evict(srv: &super::server::RedisServer, p: &str) {
+    let evicted = srv.cmd(&format!("DEL {{{p}:core}}:p"));
+    assert!(
+        evicted.as_deref().is_some_and(|r| r.starts_with(":1")),
+        "{evicted:?}"
+    );
+}
+
+/// One ask that must wait: its wait.
+pub async fn refused(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
+    match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
+        QuotaDecision::Wait(w) => w,
+        QuotaDecision::Go(g) => panic!("expected a wait, got {g:?}"),
+    }
+}
+
+/// `n` creations by `q`, each granted at once.
+pub async fn create(q: &SharedQuota, n: usize) {
+    for _ in 0..n {
+        let _ = go(q
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await
+            .expect("create"));
+    }
+}

@@ -1,0 +1,214 @@
+//! G7 + G8: the shared rules' counts evicted alone (a `volatile-*` maxmemory policy can take
+//! them: they are the only keys with an expiry) are rebuilt from every process's report,
+//! as after a data loss, so the windows open at the eviction are not spent twice. Against a
+//! real redis-server this test owns.
+
+mod common;
+
+use common::node::{cfg, go, MS};
+use common::pacing::{client, create, creates_per_minute, evict, paced, refused};
+use common::server::{prefix, server};
+use resilience_core::governor::{Priority, Request};
+use resilience_redis::{QuotaSpec, QuotaWaitReason, RedisQuota, WaitPolicy};
+use std::time::{Duration, Instant};
+
+/// The rule counts and their index are the only keys with an expiry, so a `volatile-*`
+/// maxmemory policy can evict them alone, the quota's state staying. Seen as a loss, they
+/// are rebuilt from every process's report as after a data loss; a process with nothing
+/// to report does not hold the rebuild up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_rule_counts_evicted_alone_are_rebuilt_from_the_reports() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    let (_rc, c) = client(&srv.url, &p, "c", &creates_per_minute()).await;
+    create(&a, 6).await;
+    create(&b, 4).await;
+    evict(&srv, &p);
+    // Without the rebuild, any of them could create 10 more in this minute.
+    let create = Request::create();
+    let (wa, wb, wc) = tokio::join!(paced(&a, &create), paced(&b, &create), paced(&c, &create));
+    for w in [wa, wb, wc] {
+        assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+        assert!(w.delay > Duration::from_secs(50), "{w:?}");
+    }
+}
+
+/// A process owed a report and gone (cut off: its lease expires and is reaped) does not
+/// hold the rebuild of evicted counts up: without that, the rules would judge nothing for a
+/// whole lease TTL of the others (here two minutes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_gone_process_does_not_hold_up_the_rebuild_of_evicted_counts() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-gone");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let pd = common::proxy::Proxy::start(&srv.url).await;
+    let rd = RedisQuota::connect(cfg(&pd.url, &p, "d").lease_ttl(MS(600)))
+        .await
+        .expect("connect d");
+    let spec =
+        QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(creates_per_minute());
+    let _d = rd.resource("core", spec).await.expect("d");
+    create(&a, 10).await;
+    pd.cut();
+    evict(&srv, &p);
+    let w = paced(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+}
+
+/// A process that left before the eviction (no lease: the rebuild does not wait for it)
+/// still has grants counting; when it comes back it reports them before it is judged.
+/// Without that it could create 10 more in the minute it already created 10 in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_process_that_left_reports_its_grants_when_it_comes_back_after_an_eviction() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-left");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    create(&a, 10).await;
+    a.leave().await.expect("leave");
+    evict(&srv, &p);
+    // b sees the loss; owed by no lease holder but itself (nothing to report), the rules
+    // judge again on what is known: a's 10 are not, until a comes back.
+    let w = refused(&b, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    let _ = go(b
+        .try_acquire_request(&Request::create(), Priority::P1)
+        .await
+        .expect("b"));
+    for q in [&a, &b] {
+        let w = paced(q, &Request::create()).await;
+        assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+        assert!(w.delay > Duration::from_secs(50), "{w:?}");
+    }
+}
+
+/// Counts evicted again while the first eviction's rebuild waits for reports (a merge wrote
+/// them back) are a new loss: every report is asked for again, those already merged too.
+/// Without that the second loss went unseen and a's 6 were lost (16 creations a minute).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_counts_evicted_again_during_their_rebuild_are_rebuilt_again() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-twice");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    let (_rc, c) = client(&srv.url, &p, "c", &creates_per_minute()).await;
+    create(&a, 6).await;
+    create(&b, 4).await;
+    evict(&srv, &p);
+    let create_ = Request::create();
+    // c sees the loss; a reports its 6 (and waits for b and c).
+    for q in [&c, &a] {
+        let w = refused(q, &create_).await;
+        assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    }
+    evict(&srv, &p);
+    // b's report finds the counts gone again.
+    let w = refused(&b, &create_).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    let (wa, wb, wc) = tokio::join!(
+        paced(&a, &create_),
+        paced(&b, &create_),
+        paced(&c, &create_)
+    );
+    for w in [wa, wb, wc] {
+        assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+        assert!(w.delay > Duration::from_secs(50), "{w:?}");
+    }
+}
+
+/// The rebuild waits for the reports of the lease holders until the last of their leases
+/// would have expired, not the lease TTL of the process that saw the loss: a process with a
+/// short TTL saw it, one with a two-minute lease owes its report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_rebuild_waits_as_long_as_the_leases_of_the_processes_owing_a_report() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-ttl");
+    let pd = common::proxy::Proxy::start(&srv.url).await;
+    let rd = RedisQuota::connect(cfg(&pd.url, &p, "d").reserve_share_permille(0))
+        .await
+        .expect("connect d");
+    let spec =
+        QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(creates_per_minute());
+    let d = rd.resource("core", spec.clone()).await.expect("d");
+    let ra = RedisQuota::connect(
+        cfg(&srv.url, &p, "a")
+            .reserve_share_permille(0)
+            .lease_ttl(MS(300)),
+    )
+    .await
+    .expect("connect a");
+    let a = ra.resource("core", spec).await.expect("a");
+    create(&d, 10).await;
+    pd.cut();
+    evict(&srv, &p);
+    // Seen, then nothing to report: still waiting for d, well past a's own TTL.
+    for _ in 0..2 {
+        let w = refused(&a, &Request::create()).await;
+        assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+        assert!(w.delay > Duration::from_secs(60), "{w:?}");
+    }
+    tokio::time::sleep(MS(400)).await;
+    let w = refused(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+}
+
+/// The rebuild holds up only the asks a rule selects (a read under a creations rule is
+/// granted), and its end wakes the waiters it refused at once, not at their next poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_rebuild_holds_up_only_selected_asks_and_its_end_wakes_them() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-wake");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    let rc = RedisQuota::connect(cfg(&srv.url, &p, "c").reserve_share_permille(0).wait(
+        WaitPolicy {
+            poll: Duration::from_secs(60),
+            ..WaitPolicy::default()
+        },
+    ))
+    .await
+    .expect("connect c");
+    let c = rc
+        .resource(
+            "core",
+            QuotaSpec::new(1_000_000, Duration::from_secs(3_600))
+                .shared_pacing(creates_per_minute()),
+        )
+        .await
+        .expect("c");
+    create(&a, 5).await;
+    evict(&srv, &p);
+    // a sees the loss; a read passes it.
+    let w = refused(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    let _ = go(c
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("read"));
+    // c (nothing to report) waits for a's report and b's word.
+    let waiter = tokio::spawn(async move {
+        c.acquire_request(
+            &Request::create(),
+            Priority::P1,
+            Some(Duration::from_secs(90)),
+        )
+        .await
+    });
+    tokio::time::sleep(MS(300)).await;
+    assert!(!waiter.is_finished(), "granted before the reports");
+    let w = refused(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    let _ = go(b
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("b"));
+    let t = Instant::now();
+    let grant = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("woken when the rebuild ended, not at its poll (30 s or more)")
+        .expect("task");
+    assert!(grant.is_ok(), "{grant:?}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
