@@ -39,11 +39,15 @@ impl Ring {
             }
             self.top = bucket;
         }
-        // Older than the ring (a reply overtaken by a later one): out of every window the
-        // ring can still count.
-        if bucket + BUCKETS >= self.top {
-            self.counts[(bucket % SLOTS as u64) as usize] += n;
-        }
+        // Older than the ring: the server's clock stepped back (a failover to a host whose
+        // clock is behind). The script counts such a grant in its newest bucket; so does the
+        // log, which would otherwise leave it out of a report while the rule still counts it.
+        let into = if bucket + BUCKETS >= self.top {
+            bucket
+        } else {
+            self.top
+        };
+        self.counts[(into % SLOTS as u64) as usize] += n;
     }
 
     /// Whether every count is out of the ring at bucket `now`.
@@ -271,15 +275,16 @@ mod tests {
     }
 
     #[test]
-    fn g7_g8_a_ring_moving_past_a_window_forgets_what_left_it() {
+    fn g7_g8_a_ring_moving_past_a_window_forgets_what_left_it_and_keeps_what_is_older() {
         let mut ring = Ring::default();
         ring.add(5, 2);
         ring.add(15, 1); // 5 is still inside 5..=15
         assert_eq!(ring.counts.iter().sum::<u64>(), 3);
         ring.add(16, 1); // 5 leaves
         assert_eq!(ring.counts.iter().sum::<u64>(), 2);
-        ring.add(3, 7); // older than the ring: dropped
-        assert_eq!(ring.counts.iter().sum::<u64>(), 2);
+        ring.add(3, 7); // older than the ring (a clock stepped back): in the newest, 16
+        assert_eq!(ring.counts.iter().sum::<u64>(), 9);
+        assert_eq!(ring.counts[(16 % SLOTS as u64) as usize], 8);
         ring.add(100, 1);
         assert_eq!(ring.counts.iter().sum::<u64>(), 1);
         assert!(!ring.idle_at(110) && ring.idle_at(111));
