@@ -6,15 +6,25 @@
 use crate::script::{self, Op, View};
 use crate::test_server as server;
 use crate::{QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota};
-use resilience_core::governor::{Pacing, Priority, Selector, WindowRule};
-use std::time::Duration;
+use resilience_core::governor::{Observation, Pacing, Priority, Selector, WindowRule};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 async fn node(url: &str, p: &str, name: &str, spec: QuotaSpec) -> (RedisQuota, SharedQuota) {
+    node_with_ttl(url, p, name, spec, Duration::from_millis(1_500)).await
+}
+
+async fn node_with_ttl(
+    url: &str,
+    p: &str,
+    name: &str,
+    spec: QuotaSpec,
+    ttl: Duration,
+) -> (RedisQuota, SharedQuota) {
     let cfg = RedisQuotaConfig::new(url)
         .prefix(p)
         .node(name)
         .timeouts(Duration::from_millis(500), Duration::from_millis(300))
-        .lease_ttl(Duration::from_millis(1_500));
+        .lease_ttl(ttl);
     let r = RedisQuota::connect(cfg).await.expect("connect");
     let q = r.resource("core", spec).await.expect("resource");
     (r, q)
@@ -35,6 +45,21 @@ async fn renew(q: &SharedQuota, epoch: u64, spent: u64) -> i64 {
     reply.status
 }
 
+/// A rule over every request, 100 a minute: a resource with it counts grants in the shared
+/// rules, so a process without them is refused.
+fn rules() -> Pacing {
+    Pacing {
+        windows: vec![WindowRule::new(
+            "all",
+            Selector::All,
+            resilience_core::governor::Measure::Requests,
+            100,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    }
+}
+
 /// Degraded mode: refused, the holder's lease ends live and its whole reservation is held.
 /// If that reply is lost, the holder spends its reservation offline and reports it before
 /// the lease would have expired: that report is settled at once. Dropped (as it was), the
@@ -48,17 +73,7 @@ async fn g7_g8_a_report_before_an_ended_lease_expires_is_settled() {
     let epoch = u.snapshot().await.expect("u").epoch;
     let reserved = u.snapshot().await.expect("u").reserved;
     assert!(reserved > 0, "u holds a reservation");
-    let rules = Pacing {
-        windows: vec![WindowRule::new(
-            "all",
-            Selector::All,
-            resilience_core::governor::Measure::Requests,
-            100,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    };
-    let (_rp, paced) = node(&srv.url, &p, "p", plain.shared_pacing(rules)).await;
+    let (_rp, paced) = node(&srv.url, &p, "p", plain.shared_pacing(rules())).await;
     let _ = paced
         .acquire(1, Priority::P1)
         .await
@@ -79,4 +94,56 @@ async fn g7_g8_a_report_before_an_ended_lease_expires_is_settled() {
         after.pool <= reported.pool,
         "spent twice: {after:?} {reported:?}"
     );
+}
+
+/// A lease ended live may be spent from offline until it would have expired, so past a reset
+/// that came earlier than its holder was told (a reset header moved it), as a live lease's
+/// reservation may: its held share is carried into the new window, where its holder's
+/// report settles it. Dropped at the roll (as it was), the new window's pool was whole and
+/// the holder's offline spending came on top of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_share_held_for_a_lease_ended_live_is_carried_past_an_earlier_reset() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-carry");
+    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
+    let ttl = Duration::from_secs(8);
+    let (_ru, u) = node_with_ttl(&srv.url, &p, "u", plain.clone(), ttl).await;
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", plain.shared_pacing(rules()), ttl).await;
+    let mine = u.snapshot().await.expect("u");
+    assert!(mine.reserved > 0, "u holds a reservation");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    assert_eq!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
+    // An hour's window, moved by a reading to end in 1-2 s.
+    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
+    let reset = unix(SystemTime::now()) + 2;
+    let reading = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "900".to_owned()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ],
+    );
+    paced.observe(Some(grant), &reading).await.expect("observe");
+    while unix(SystemTime::now()) < reset {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let rolled = paced.snapshot().await.expect("p");
+    assert!(
+        rolled
+            .reset_in
+            .is_none_or(|r| r > Duration::from_secs(3_000)),
+        "{rolled:?}"
+    );
+    assert!(rolled.held >= mine.reserved, "{rolled:?}");
+    assert!(rolled.pool + rolled.held <= rolled.limit, "{rolled:?}");
+    // u spent it all after the reset, offline, and says so before its lease would have
+    // expired: settled from the carried share, not given back.
+    assert_eq!(
+        renew(&u, mine.epoch, mine.reserved).await,
+        script::PACED_ELSEWHERE
+    );
+    let reported = paced.snapshot().await.expect("p");
+    assert_eq!(reported.held, rolled.held - mine.reserved, "{reported:?}");
+    assert!(reported.pool <= rolled.pool, "{reported:?} {rolled:?}");
 }

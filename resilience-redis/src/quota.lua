@@ -268,6 +268,17 @@ if s.reset_at > 0 and now >= s.reset_at then
   s.moved, s.carry, s.carry_until = 0, 0, 0
   -- G4: the limit that started a cascade has cleared with the window.
   s.sm, s.cgood, s.cz = nil, nil, nil
+  -- A lease ended live (refused: quota_ops.lua) may be spent from offline until it would
+  -- have expired, past the real reset too: its held share is carried as well, kept in the
+  -- held hash (its holder's report settles it there: `take_held`).
+  local live = {}
+  if moved then
+    local hs = redis.call('HGETALL', K_H)
+    for i = 1, #hs, 2 do
+      local h, u = string.match(hs[i + 1], '^(%d+):(%d+)$')
+      if h and tonumber(u) > now then live[#live + 1] = {hs[i], tonumber(h), u} end
+    end
+  end
   redis.call('DEL', K_H, K_R)
   local all = redis.call('HGETALL', K_L)
   for i = 1, #all, 2 do
@@ -283,7 +294,15 @@ if s.reset_at > 0 and now >= s.reset_at then
     end
   end
   s.carry = math.min(s.carry, s.limit)
-  s.pool, s.held = s.limit - s.carry, s.carry
+  local kept = 0
+  for _, e in ipairs(live) do
+    local h = math.min(e[2], s.limit - s.carry - kept)
+    if h > 0 then
+      redis.call('HSET', K_H, e[1], d(h) .. ':' .. e[3])
+      kept = kept + h
+    end
+  end
+  s.pool, s.held = s.limit - s.carry - kept, s.carry + kept
   publish()
 end
 if s.carry > 0 and now >= s.carry_until then
