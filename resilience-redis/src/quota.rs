@@ -319,19 +319,11 @@ impl Inner {
             (view, report, stale)
         };
         if stale.is_some() {
+            // About a lease no longer ours: its reply changes nothing here.
             return match script::call(conn, &res.fixed, &view, op).await {
                 Ok(Some(r)) => Ok(r),
-                Ok(None) => Err(CallError::Server(
-                    self.server_error("unexpected script reply"),
-                )),
-                Err(e) if is_loss(&e) => {
-                    self.link.broken(generation);
-                    self.note_loss();
-                    Err(CallError::Lost)
-                }
-                Err(e) => Err(CallError::Server(
-                    self.server_error(&crate::error::clean(&e)),
-                )),
+                Ok(None) => Err(self.unexpected_reply()),
+                Err(e) => Err(self.call_error(&e, generation)),
             };
         }
         let sent_at = self.clock.now();
@@ -362,27 +354,37 @@ impl Inner {
             }
             Ok(None) => {
                 l.unreport(report);
-                Err(CallError::Server(self.server_error(
-                    "unexpected script reply (is another program using this key prefix?)",
-                )))
-            }
-            Err(e) if is_loss(&e) => {
-                l.unreport(report);
-                if let Op::Acquire { cost, .. } = op {
-                    l.lost_acquire(*cost, generation);
-                }
-                drop(l);
-                self.link.broken(generation);
-                self.note_loss();
-                Err(CallError::Lost)
+                Err(self.unexpected_reply())
             }
             Err(e) => {
                 l.unreport(report);
-                Err(CallError::Server(
-                    self.server_error(&crate::error::clean(&e)),
-                ))
+                if let (true, Op::Acquire { cost, .. }) = (is_loss(&e), op) {
+                    l.lost_acquire(*cost, generation);
+                }
+                drop(l);
+                Err(self.call_error(&e, generation))
             }
         }
+    }
+
+    /// A failed call: a lost connection breaks the link (and notes the outage once); any
+    /// other error is the server's, its text sanitized.
+    fn call_error(&self, e: &redis::RedisError, generation: u64) -> CallError {
+        if is_loss(e) {
+            self.link.broken(generation);
+            self.note_loss();
+            CallError::Lost
+        } else {
+            CallError::Server(self.server_error(&crate::error::clean(e)))
+        }
+    }
+
+    fn unexpected_reply(&self) -> CallError {
+        CallError::Server(
+            self.server_error(
+                "unexpected script reply (is another program using this key prefix?)",
+            ),
+        )
     }
 
     pub fn server_error(&self, message: &str) -> RedisQuotaError {
