@@ -152,6 +152,13 @@ impl Local {
             self.server_reserved = 0;
             self.lease_until = Duration::ZERO;
             self.ended_epoch = self.ended_epoch.max(ended);
+            if ended > self.epoch {
+                // A refusal that ended a lease this process never heard of: its next calls
+                // name it, so the server settles what it holds back for that lease from
+                // their reports (`take_held`). Named by the older epoch, it stayed held
+                // until the window ended.
+                self.epoch = ended;
+            }
             return;
         }
         // Epochs only grow: a lease no newer than one that ended is gone too.
@@ -414,9 +421,10 @@ mod tests {
     }
 
     /// A refusal that ended the node's newer lease (made by a renewal racing it), applied
-    /// before that renewal's reply, leaves nothing to spend (review helper-33 #4).
+    /// before that renewal's reply, leaves nothing to spend (review helper-33 #4), and later
+    /// calls name it, so the server settles what it held back for it.
     #[test]
-    fn g7_a_refusal_ending_a_newer_lease_keeps_it_ended() {
+    fn g7_a_refusal_ending_a_newer_lease_keeps_it_ended_and_names_it() {
         let clock = ManualClock::new();
         let mut l = Local::default();
         l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
@@ -425,10 +433,13 @@ mod tests {
             ..reply(14, 6, 0)
         };
         l.apply(&refusal, at(&clock, 1), 0, MARGIN);
+        // The next calls name the ended lease (review helper-34).
+        assert_eq!(l.view(0).epoch, 6);
         l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
         assert_eq!(l.reserved(), 0);
         assert!(l.express_acquire(1, clock.now(), 8).is_none());
         assert!(l.offline_acquire(1, clock.now()).is_err());
+        assert_eq!(l.view(0).epoch, 6);
     }
 
     /// Only a current lease settles a report: a fenced call's goes out again (review
