@@ -45,16 +45,20 @@ async fn renew(q: &SharedQuota, epoch: u64, spent: u64) -> i64 {
     reply.status
 }
 
-/// A rule over every request, 100 a minute: a resource with it counts grants in the shared
+/// A rule over every request, 100 a minute (or a `span`): a resource with it counts grants in the shared
 /// rules, so a process without them is refused.
 fn rules() -> Pacing {
+    rules_over(Duration::from_secs(60))
+}
+
+fn rules_over(span: Duration) -> Pacing {
     Pacing {
         windows: vec![WindowRule::new(
             "all",
             Selector::All,
             resilience_core::governor::Measure::Requests,
             100,
-            Duration::from_secs(60),
+            span,
         )],
         ..Pacing::default()
     }
@@ -146,4 +150,37 @@ async fn g7_g8_a_share_held_for_a_lease_ended_live_is_carried_past_an_earlier_re
     let reported = paced.snapshot().await.expect("p");
     assert_eq!(reported.held, rolled.held - mine.reserved, "{reported:?}");
     assert!(reported.pool <= rolled.pool, "{reported:?} {rolled:?}");
+}
+
+/// A refused process that rejoins (the rules' counts no longer live) before its ended lease
+/// would have expired starts a new lease: its later reports come under the new epoch. What
+/// is still held for the ended lease is carried, and returned once that lease would have
+/// expired. Kept under the old epoch (as it was), it stayed held until the window ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoins() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-rejoin");
+    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
+    let ttl = Duration::from_secs(4);
+    let (_ru, u) = node_with_ttl(&srv.url, &p, "u", plain.clone(), ttl).await;
+    let brief = plain.shared_pacing(rules_over(Duration::from_millis(500)));
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", brief, ttl).await;
+    let mine = u.snapshot().await.expect("u");
+    assert!(mine.reserved > 0, "u holds a reservation");
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
+    let ended_at = std::time::Instant::now();
+    // Once the counts are no longer live (their shortest life is a second), u rejoins.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    assert_ne!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
+    let rejoined = paced.snapshot().await.expect("p");
+    assert!(rejoined.held >= mine.reserved, "{rejoined:?}");
+    while ended_at.elapsed() < ttl + Duration::from_millis(300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
 }

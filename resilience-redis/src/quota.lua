@@ -334,8 +334,11 @@ local fresh = 0
 -- at once (granted, and maybe still in flight). The rest returns to the pool once nothing
 -- more can be spent from it offline (a lease ended live: once it would have expired), less
 -- `keep`: another call of the old lease, sent before the last express spending, can reach
--- us first.
-local function take_held()
+-- us first. `rejoin`: the holder is starting a new lease, so its later reports come under
+-- the new epoch and never find this entry: the rest is carried instead (as at a reset that
+-- came early: taken by reports past a lease's reservation, returned once nothing more can
+-- be spent from it).
+local function take_held(rejoin)
   local hk = node .. ':' .. d(epoch)
   local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
   if not h then return false end
@@ -346,7 +349,13 @@ local function take_held()
   fly(spent)
   h = h - spent
   if now < (tonumber(live_until) or 0) and h > 0 then
-    redis.call('HSET', K_H, hk, d(h) .. ':' .. live_until)
+    if rejoin then
+      s.carry = s.carry + h
+      s.carry_until = math.max(s.carry_until, tonumber(live_until))
+      redis.call('HDEL', K_H, hk)
+    else
+      redis.call('HSET', K_H, hk, d(h) .. ':' .. live_until)
+    end
     return true
   end
   s.held = s.held - h
@@ -370,7 +379,7 @@ local function join()
     if l then retire(node, l) end
     local adopt = 0
     if epoch > 0 then
-      if not take_held() and v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
+      if not take_held(true) and v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
           and (s.rebuilt == s.win or (epoch < s.born * 1000 and s.win == s.born * 1000)) then
         if s.rebuilt ~= s.win then
           -- A lease of a state Redis has lost, and a view of a live window, while the state
