@@ -35,9 +35,9 @@ pub fn creates_per_minute() -> Pacing {
     }
 }
 
-/// The wait of a decision that must be one, waiting out the quota's rebuild (the pool stays
-/// closed until every process has rejoined).
-pub async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
+/// The first decision on `r` that is not "recovering": the quota's rebuild (the pool stays
+/// closed until every process has rejoined) waited out.
+async fn past_the_rebuild(q: &SharedQuota, r: &Request<'_>) -> QuotaDecision {
     let t = Instant::now();
     loop {
         match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
@@ -45,25 +45,39 @@ pub async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
                 assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
                 tokio::time::sleep(MS(20)).await;
             }
-            QuotaDecision::Wait(w) => return w,
-            QuotaDecision::Go(g) => panic!("granted past a full rule after the loss: {g:?}"),
+            d => return d,
         }
     }
 }
 
+/// The wait of a decision that must be one, past the rebuild.
+pub async fn paced(q: &SharedQuota, r: &Request<'_>) -> QuotaWait {
+    match past_the_rebuild(q, r).await {
+        QuotaDecision::Wait(w) => w,
+        QuotaDecision::Go(g) => panic!("granted past a full rule after the loss: {g:?}"),
+    }
+}
+
+/// A decision that must be a grant, past the rebuild.
 pub async fn granted(q: &SharedQuota, r: &Request<'_>) {
-    let t = Instant::now();
-    loop {
-        match q.try_acquire_request(r, Priority::P1).await.expect("ask") {
-            QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Recovering => {
-                assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
-                tokio::time::sleep(MS(20)).await;
-            }
-            d => {
-                let _ = go(d);
-                return;
-            }
-        }
+    let _ = go(past_the_rebuild(q, r).await);
+}
+
+/// Every one of `qs`, asking at once (a rebuild may wait for each one's report), finds the
+/// creations rule full for most of a minute.
+pub async fn full_for_the_minute(qs: &[&SharedQuota]) {
+    let asks: Vec<_> = qs
+        .iter()
+        .map(|&q| {
+            let q = q.clone();
+            tokio::spawn(async move { paced(&q, &Request::create()).await })
+        })
+        .collect();
+    for ask in asks {
+        let w = ask.await.expect("ask");
+        assert_eq!(w.reason, QuotaWaitReason::Paced, "{w:?}");
+        // The oldest creation leaves the window about 60 s after it was made.
+        assert!(w.delay > Duration::from_secs(50), "{w:?}");
     }
 }
 
