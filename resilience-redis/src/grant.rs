@@ -11,6 +11,9 @@ pub struct QuotaGrant {
     pub(crate) resource: Arc<str>,
     pub(crate) cost: u32,
     pub(crate) epoch: u64,
+    /// The id of the state that lease belongs to: another than the newest reply's is one
+    /// Redis has lost, whose window, ledger, time and slot mean nothing to the new state.
+    pub(crate) state: u64,
     pub(crate) window: u64,
     pub(crate) reset_at_ms: u64,
     pub(crate) ledger: u64,
@@ -42,6 +45,13 @@ impl QuotaGrant {
     /// The fencing epoch of the lease it was granted under.
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+    /// The lease it was granted under, and that lease's state.
+    pub(crate) fn lease(&self) -> crate::local::LeaseId {
+        crate::local::LeaseId {
+            epoch: self.epoch,
+            state: self.state,
+        }
     }
     /// The server's id of the window it was granted in (changes at every reset).
     pub fn window(&self) -> u64 {

@@ -36,6 +36,7 @@ async fn renew(q: &SharedQuota, epoch: u64, spent: u64) -> i64 {
     let view = View {
         epoch,
         offline_spent: spent,
+        state: q.state.local.lock().state,
         ..View::default()
     };
     let reply = script::call(&mut conn, &q.state.fixed, &view, &Op::Renew)

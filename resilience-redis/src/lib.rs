@@ -151,11 +151,14 @@
 //! from a reservation, so the counts hold every returning process's grants before the
 //! first new one. See [`QuotaSpec::shared_pacing`] for what is not covered.
 //!
-//! Telling a lost state's leases from the new state's relies on the server's clock: lease
-//! epochs and reply order are counted from the state's birth in server milliseconds. A
-//! failover to a host whose clock is behind the old one's by more than the failover took
-//! (seconds, against the milliseconds NTP keeps hosts within) would not be seen as a data
-//! loss: no conservative rebuild, and replies ignored until the new counters pass the old.
+//! A lost state is told from the new one by the state's id (its birth, in server µs), which
+//! every reply carries and every call names, never by its clock: a failover to a host whose
+//! clock is behind starts the new state's epochs and call counters below the lost one's,
+//! and the processes still rebuild it from their views and follow its replies (a reply of
+//! the lost state arriving late is dropped). What still reads the new host's clock is the
+//! window's end a process reports: a clock behind keeps the rebuilt window, and its smaller
+//! pool, until the reset the process knew as read on the new clock (later than upstream's, so
+//! only ever more careful), or until a response's reset header moves it.
 //!
 //! Give Redis the `noeviction` maxmemory policy (its default). The rule counts are the only
 //! keys this crate gives an expiry, so a `volatile-*` policy can evict them alone: that is
@@ -223,6 +226,8 @@ mod grant;
 mod held_report_tests;
 mod link;
 mod local;
+#[cfg(test)]
+mod local_state_tests;
 mod observe;
 mod pace_log;
 #[cfg(test)]

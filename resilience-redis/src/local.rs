@@ -19,7 +19,21 @@ pub(crate) struct Timing {
     pub conn: u64,
     /// The lease epoch the request carried.
     pub epoch: u64,
+    /// The state the request named (its view's), and its place in this resource's calls.
+    pub state: u64,
+    pub seq: u64,
 }
+
+/// The lease a call is made under: its epoch, and the state (its id) the epoch belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeaseId {
+    pub epoch: u64,
+    pub state: u64,
+}
+
+/// The epoch a process names for a lease of a state Redis has lost: below every state's
+/// base, so the script reads it as such (never as one of the new state's leases).
+pub(crate) const LOST_LEASE: u64 = 1;
 
 /// Why an offline acquire was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +51,13 @@ pub(crate) struct Local {
     pub epoch: u64,
     pub window: u64,
     pub ops: u64,
+    /// The id of the state the newest reply came from, and the call (by `Timing::seq`) whose
+    /// reply brought it. Replies are ordered by `ops` only within one state: a new one (Redis
+    /// lost its data) may count from lower numbers, if its host's clock is behind.
+    pub state: u64,
+    state_call: u64,
+    /// Calls sent so far (`Timing::seq`).
+    calls: u64,
     pub limit: u64,
     pub window_ms: u64,
     pub reset_at_ms: u64,
@@ -114,6 +135,7 @@ impl Local {
     /// What this process knows, sent with a call (`offline_spent` is the report).
     pub fn view(&self, report: u64) -> View {
         View {
+            state: self.state,
             epoch: self.epoch,
             reset_at_ms: self.reset_at_ms,
             pool: self.pool,
@@ -121,6 +143,20 @@ impl Local {
             offline_spent: report,
             local_reserved: self.reserved(),
             pace_due: false,
+        }
+    }
+
+    /// Numbers a call, in the order calls are sent.
+    pub fn next_call(&mut self) -> u64 {
+        self.calls += 1;
+        self.calls
+    }
+
+    /// The lease calls are made under now.
+    pub fn lease(&self) -> LeaseId {
+        LeaseId {
+            epoch: self.epoch,
+            state: self.state,
         }
     }
 
@@ -133,6 +169,17 @@ impl Local {
     pub fn apply(&mut self, r: &Reply, t: Timing, reported: u64, margin: Duration) {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
+        if r.state != self.state {
+            if self.state != 0 && t.seq < self.state_call {
+                // From a state replaced before this call's reply came: a call sent before
+                // the one that brought the newest state (calls on one connection run in the
+                // order sent; a connection closes before the next opens).
+                return;
+            }
+            self.new_state(r.state, t.seq);
+        }
+        // The epoch the call named, if it is of this reply's state.
+        let named = if t.state == r.state { t.epoch } else { 0 };
         if r.status == crate::script::FENCED || r.status == crate::script::PACED_ELSEWHERE {
             if r.status == crate::script::FENCED {
                 // Only a current lease settles a report: this one goes out again with the
@@ -141,7 +188,7 @@ impl Local {
             }
             // The lease that ended: the one the call named, or (a refusal) the node's lease
             // it ended, which may be newer (made by a renewal racing this call).
-            let ended = t.epoch.max(r.epoch);
+            let ended = named.max(r.epoch);
             if ended < self.epoch {
                 // About a lease this process has already replaced: the new lease stands.
                 return;
@@ -198,7 +245,7 @@ impl Local {
             self.in_flight = r.in_flight;
             self.server_reserved = match r.epoch {
                 // Sent under an older epoch than ours: it says nothing of our lease.
-                0 if t.epoch < self.epoch => self.server_reserved,
+                0 if named < self.epoch => self.server_reserved,
                 0 => 0,
                 _ if ended => 0,
                 _ => r.reserved,
@@ -241,6 +288,22 @@ impl Local {
             let until = (t.sent_at + left).saturating_sub(margin);
             self.lease_until = self.lease_until.max(until);
         }
+    }
+
+    /// A reply from another state than the newest one's: Redis lost its data (the script
+    /// rebuilt what it could from the processes' views). The lease this process held is of
+    /// the lost state: named as such ([`LOST_LEASE`]) until a new one is granted, nothing
+    /// of it to spend. The new state's counters start over, maybe below the old ones.
+    fn new_state(&mut self, state: u64, call: u64) {
+        if self.state != 0 && self.epoch != 0 {
+            self.epoch = LOST_LEASE;
+            self.server_reserved = 0;
+            self.lease_until = Duration::ZERO;
+        }
+        self.state = state;
+        self.state_call = call;
+        self.ops = 0;
+        self.ended_epoch = 0;
     }
 
     /// A call whose reply never came.
@@ -343,6 +406,8 @@ mod tests {
 
     const TTL: Duration = Duration::from_secs(10);
     const MARGIN: Duration = Duration::from_millis(250);
+    /// The one state these tests' replies come from (`local_state_tests.rs`: several).
+    const STATE: u64 = 77;
 
     fn reply(ops: u64, epoch: u64, reserved: u64) -> Reply {
         Reply {
@@ -357,6 +422,7 @@ mod tests {
             now_ms: 1_000_000,
             lease_left_ms: 10_000,
             ledger: 40,
+            state: STATE,
             ..Reply::default()
         }
     }
@@ -367,6 +433,8 @@ mod tests {
             recv_at: clock.now(),
             conn,
             epoch: 5,
+            state: STATE,
+            seq: 0,
         }
     }
 

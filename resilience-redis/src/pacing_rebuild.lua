@@ -38,7 +38,7 @@ end
 local function report_reply()
   redis.call('SET', K_Q, cmsgpack.pack(s))
   local r = {4}
-  for i = 2, 23 do r[i] = 0 end
+  for i = 2, 24 do r[i] = 0 end
   return r
 end
 

@@ -12,9 +12,10 @@
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
 -- flight, cost, slot, backoff (0 none, 1 a secondary limit without retry-after: block ms is
 -- the first block of a run, 2 a good response), backoff cap ms);
--- second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call
--- bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express allowance
--- (the most its lane may have spent without reporting).
+-- third to last (ARGV[#ARGV - 2]) the id of the state the caller's newest reply came from
+-- (0: none yet), second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter
+-- of the call bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express
+-- allowance (the most its lane may have spent without reporting).
 -- An acquire may carry the resource's shared G8 pacing rules after its own arguments (see
 -- pacing.lua, concatenated after this part, then quota_ops.lua, into one script).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
@@ -30,13 +31,15 @@ local spent_off, local_res = tonumber(ARGV[13]), tonumber(ARGV[14])
 local channel = ARGV[15]
 local keep = tonumber(ARGV[#ARGV])
 local a_slot = tonumber(ARGV[#ARGV - 1])
+local v_state = tonumber(ARGV[#ARGV - 2])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 12
+local PROTO = 13
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 -- The state is one string, a MessagePack map (the fields are those of a new state, below):
 -- one GET and one SET a call, and no per-field conversions in Lua. As a hash (protocol 4 and
@@ -71,7 +74,7 @@ if not s.limit then
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
     fl4 = 0, fc = {0, 0, 0, 0, 0}, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
-    carry_until = 0, cw = 0}
+    carry_until = 0, cw = 0, id = now_us}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -82,6 +85,15 @@ if not s.limit then
   end
 end
 s.ops = s.ops + 1
+
+-- A caller whose newest reply came from another state holds a lease of a state Redis has
+-- lost (a failover to an empty replica, a restart without persistence). Told by the state's
+-- id, not by its clock: a new state on a host whose clock is behind the old one's counts its
+-- epochs from a lower base, and such a lease could pass for one of its own. Epoch 1 is below
+-- every state's base, so every test below reads it as a lease of a lost state (never the
+-- caller's current one). Its grants' times and slots are the lost state's too (`land`).
+local other_state = v_state ~= s.id
+if epoch > 0 and other_state then epoch = 1 end
 
 local function d(x) return string.format('%d', x) end
 
@@ -143,9 +155,10 @@ end
 
 -- Settles `n` units granted at `at` (server ms; 0: unknown, left to drop out) and counted
 -- in slot `k`. Returns whether they were still counted as in flight. A grant of a state Redis has
--- since lost (made before this one was born) settles nothing: its units are not here.
+-- since lost settles nothing: its units are not here (the client sends no time for a grant
+-- of another state than its newest reply's; one made before this state was born is too).
 local function land(n, at, k)
-  if at <= 0 or at < s.born then return false end
+  if other_state or at <= 0 or at < s.born then return false end
   if k > s.fl_at or k <= s.fl_at - 5 then return false end
   local f = 'fl' .. (k % 5)
   if s[f] < n then return false end
@@ -446,7 +459,8 @@ end
 
 -- Reply: status, reason, wait_ms, epoch, win, ledger, from_reserve, reserved, pool, limit,
 -- reset_at, now, members, ops, block_until, fresh, held, reserved total, window, lease
--- left, in flight (after the op: an acquire's grant included), the in-flight slot number.
+-- left, in flight (after the op: an acquire's grant included), the in-flight slot number,
+-- sequential mode, the state's id.
 local status, reason, wait, from_res = 0, 0, 0, 0
 
 local function current_lease()

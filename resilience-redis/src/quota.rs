@@ -5,7 +5,7 @@ use crate::config::{valid_name, OnLoss, QuotaSpec, RedisQuotaConfig};
 use crate::error::RedisQuotaError;
 use crate::grant::LinkState;
 use crate::link::{is_loss, Link};
-use crate::local::{Local, Timing};
+use crate::local::{LeaseId, Local, Timing};
 use crate::pace_log::PaceLog;
 use crate::resource::SharedQuota;
 use crate::script::{self, Fixed, Op, Reply};
@@ -253,7 +253,7 @@ impl Inner {
         &self,
         res: &ResState,
         op: Op,
-        of: Option<u64>,
+        of: Option<LeaseId>,
     ) -> Result<Reply, CallError> {
         let Some((mut conn, generation)) = self.link.current() else {
             self.note_loss();
@@ -271,7 +271,7 @@ impl Inner {
         generation: u64,
         res: &ResState,
         op: Op,
-        of: Option<u64>,
+        of: Option<LeaseId>,
     ) -> Result<Reply, CallError> {
         let mut reported = false;
         loop {
@@ -300,23 +300,25 @@ impl Inner {
         generation: u64,
         res: &ResState,
         op: &Op,
-        of: Option<u64>,
+        of: Option<LeaseId>,
     ) -> Result<Reply, CallError> {
         let now = self.clock.now();
         let pace_due = res.pace_log.as_ref().is_some_and(|l| l.lock().due(now));
-        let (view, report, stale) = {
+        let (view, report, stale, seq) = {
             let mut l = res.local.lock();
-            let stale = of.filter(|&e| e != l.epoch);
+            let stale = of.filter(|x| x.epoch != l.epoch || x.state != l.state);
+            let seq = l.next_call();
             let report = if stale.is_some() { 0 } else { l.take_report() };
             if *op == Op::Leave && stale.is_none() {
                 l.leave_sent(generation);
             }
             let mut view = l.view(report);
             view.pace_due = pace_due;
-            if let Some(epoch) = stale {
-                view.epoch = epoch;
+            if let Some(x) = stale {
+                view.epoch = x.epoch;
+                view.state = x.state;
             }
-            (view, report, stale)
+            (view, report, stale, seq)
         };
         if stale.is_some() {
             // About a lease no longer ours: its reply changes nothing here.
@@ -333,6 +335,8 @@ impl Inner {
             recv_at: self.clock.now(),
             conn: generation,
             epoch: view.epoch,
+            state: view.state,
+            seq,
         };
         let mut l = res.local.lock();
         match result {

@@ -2,7 +2,7 @@
 -- `paced_until`): its grants would not be counted in them. Its lease ends (its reservation
 -- back to the pool, as at a leave; the reply shuts its express lane) and it is refused. The
 -- state is saved as after any call: this one may have reaped leases or rolled the window.
-local unpaced = (op == 'acq' and #ARGV <= 20) or (op == 'renew' and ARGV[17] ~= '1')
+local unpaced = (op == 'acq' and #ARGV <= 21) or (op == 'renew' and ARGV[17] ~= '1')
 -- The lease a refusal ended (its reply names it: it may be newer than the caller's epoch).
 local ended_lease = 0
 if unpaced and (s.paced_until or 0) > now then
@@ -34,14 +34,14 @@ elseif op == 'acq' then
   local cost, prio, yield_ms = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   -- Redis lost the counts of the shared rules this process's grants are in: its report
   -- first (pacing_rebuild.lua).
-  if #ARGV > 20 and report_owed(ARGV[23] == '1') then return report_reply() end
+  if #ARGV > 21 and report_owed(ARGV[23] == '1') then return report_reply() end
   join()
   local ahead = 0
   if prio >= 1 then ahead = s.yield0 end
   if prio >= 2 then ahead = math.max(ahead, s.yield1) end
   -- The shared G8 rules, if the resource has them (pacing.lua): judged before the quota, and
   -- counted only if the acquire is granted.
-  local paced, pwait, pwhy, never = #ARGV > 20, 0, 0, false
+  local paced, pwait, pwhy, never = #ARGV > 21, 0, 0, false
   if paced then
     pwait, pwhy, never = pace_check(cost, prio)
   end
@@ -243,4 +243,4 @@ redis.call('SET', K_Q, cmsgpack.pack(s))
 return {status, reason, wait, lease and lease.epoch or ended_lease, s.win, s.ledger, from_res,
   lease and lease.reserved or 0, s.pool, s.limit, s.reset_at, now, s.members, s.ops,
   s.block_until, fresh, s.held, s.reserved, s.window, lease and (lease.exp - now) or 0,
-  in_flight(), s.fl_at, s.sm and 1 or 0}
+  in_flight(), s.fl_at, s.sm and 1 or 0, s.id}

@@ -5,7 +5,7 @@ use crate::error::RedisQuotaError;
 use crate::grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
-use crate::local::{Local, OfflineRefusal};
+use crate::local::{LeaseId, Local, OfflineRefusal};
 use crate::pacing::Ask;
 use crate::quota::{ms, CallError, Inner, ResState};
 use crate::script::{self, Op, Reply};
@@ -260,7 +260,7 @@ impl SharedQuota {
             granted_ms: grant.granted_ms,
             slot: grant.slot,
         };
-        self.settle(grant.epoch, op).await
+        self.settle(grant.lease(), op).await
     }
 
     /// Reports the response to a call (made under `grant`, if any): its quota headers update
@@ -287,10 +287,10 @@ impl SharedQuota {
         if offline || !self.inner.link.is_up() {
             return Ok(self.observe_offline(&args, offline_block));
         }
-        let epoch = grant
+        let lease = grant
             .as_ref()
-            .map_or_else(|| self.state.local.lock().epoch, |g| g.epoch);
-        match self.settle(epoch, Op::Observe(args.clone())).await? {
+            .map_or_else(|| self.state.local.lock().lease(), QuotaGrant::lease);
+        match self.settle(lease, Op::Observe(args.clone())).await? {
             Settled::Local => Ok(self.observe_offline(&args, offline_block)),
             s => Ok(s),
         }
@@ -299,8 +299,8 @@ impl SharedQuota {
     /// G6 hook for a retry executor that saw a `Retry-After`: blocks the resource on every
     /// host for `delay` (extending, never shortening, the block).
     pub async fn note_retry_after(&self, delay: Duration) -> Result<Settled, RedisQuotaError> {
-        let epoch = self.state.local.lock().epoch;
-        match self.settle(epoch, Op::Block { ms: ms(delay) }).await? {
+        let lease = self.state.local.lock().lease();
+        match self.settle(lease, Op::Block { ms: ms(delay) }).await? {
             Settled::Local => {
                 let until = self.inner.clock.now() + delay;
                 self.state.local.lock().block_locally(until);
@@ -323,13 +323,13 @@ impl SharedQuota {
     /// Gives the lease up and returns this process's unspent reservation to the pool (on
     /// shutdown). The next acquire starts a new lease.
     pub async fn leave(&self) -> Result<Settled, RedisQuotaError> {
-        let epoch = {
+        let lease = {
             let mut l = self.state.local.lock();
             // Before the call takes its report: nothing the lane spends can miss it.
             l.start_leaving();
-            l.epoch
+            l.lease()
         };
-        let settled = self.settle(epoch, Op::Leave).await;
+        let settled = self.settle(lease, Op::Leave).await;
         if matches!(settled, Ok(Settled::Local)) {
             // Never sent (no connection): nothing was given up.
             self.state.local.lock().leave_unsent();
@@ -375,9 +375,9 @@ impl SharedQuota {
         self.inner.link_state()
     }
 
-    /// A call made under `epoch` (the grant's, or this process's current one).
-    async fn settle(&self, epoch: u64, op: Op) -> Result<Settled, RedisQuotaError> {
-        match self.inner.call_for(&self.state, op, Some(epoch)).await {
+    /// A call made under `lease` (the grant's, or this process's current one).
+    async fn settle(&self, lease: LeaseId, op: Op) -> Result<Settled, RedisQuotaError> {
+        match self.inner.call_for(&self.state, op, Some(lease)).await {
             Ok(r) if r.status == script::FENCED => Ok(Settled::Fenced),
             Ok(_) => Ok(Settled::Applied),
             Err(CallError::Lost) => Ok(Settled::Local),
@@ -398,6 +398,7 @@ impl SharedQuota {
                 resource: self.state.name.clone(),
                 cost,
                 epoch: r.epoch,
+                state: r.state,
                 window: r.window,
                 reset_at_ms: r.reset_at_ms,
                 ledger: r.ledger,
@@ -459,6 +460,7 @@ impl SharedQuota {
             resource: self.state.name.clone(),
             cost,
             epoch: l.epoch,
+            state: l.state,
             window: l.window,
             reset_at_ms: l.reset_at_ms,
             ledger: if express { l.ledger } else { 0 },

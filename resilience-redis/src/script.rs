@@ -127,6 +127,9 @@ pub(crate) struct View {
     /// Some grant of this process may still count in a shared rule: if Redis lost its data,
     /// the script asks for the report ([`REPORT`]) before this process rejoins.
     pub pace_due: bool,
+    /// The id of the state the newest reply came from (0: none yet): a lease of another
+    /// state is one Redis has lost, whatever the servers' clocks say.
+    pub state: u64,
 }
 
 /// Per-process constants sent with every call.
@@ -248,11 +251,13 @@ pub(crate) struct Reply {
     pub slot: u64,
     /// G4 sequential mode is on (the shared cascade detector).
     pub sequential: bool,
+    /// The state's id (its birth, server µs): a new one after Redis lost its data.
+    pub state: u64,
 }
 
 impl Reply {
     fn from_ints(v: &[i64]) -> Option<Self> {
-        if v.len() < 23 {
+        if v.len() < 24 {
             return None;
         }
         let u = |i: usize| u64::try_from(v[i]).unwrap_or(0);
@@ -280,6 +285,7 @@ impl Reply {
             in_flight: u(20),
             slot: u(21),
             sequential: v[22] == 1,
+            state: u(23),
         })
     }
 }
@@ -399,8 +405,8 @@ pub(crate) async fn call(
         }
         Op::Leave | Op::Snapshot => {}
     }
-    // Last, whatever the op: the script reads them as `ARGV[#ARGV - 1]` and `ARGV[#ARGV]`.
-    inv.arg(fixed.slot_ms).arg(fixed.keep);
+    // Last, whatever the op: the script reads them as `ARGV[#ARGV - 2]` to `ARGV[#ARGV]`.
+    inv.arg(view.state).arg(fixed.slot_ms).arg(fixed.keep);
     let ints: Vec<i64> = inv.invoke_async(conn).await?;
     Ok(Reply::from_ints(&ints))
 }
@@ -414,17 +420,25 @@ mod tests {
         let f = Fixed::new("app", "core");
         assert!(f.keys.iter().all(|k| k.starts_with("{app:core}:")));
         assert_eq!(f.channel, "app:ev:core");
-        let mut v = vec![1_i64; 23];
+        let mut v = vec![1_i64; 24];
         v[2] = -5;
         v[20] = 7;
         v[21] = 9;
-        let r = Reply::from_ints(&v).expect("23 fields");
+        v[23] = 11;
+        let r = Reply::from_ints(&v).expect("24 fields");
         assert_eq!(
-            (r.status, r.wait_ms, r.from_reserve, r.in_flight, r.slot),
-            (GO, 0, true, 7, 9)
+            (
+                r.status,
+                r.wait_ms,
+                r.from_reserve,
+                r.in_flight,
+                r.slot,
+                r.state
+            ),
+            (GO, 0, true, 7, 9, 11)
         );
         assert!(r.sequential);
-        assert!(Reply::from_ints(&v[..22]).is_none());
+        assert!(Reply::from_ints(&v[..23]).is_none());
         assert_eq!(script().get_hash().len(), 40);
     }
 }

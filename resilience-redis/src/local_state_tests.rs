@@ -1,0 +1,117 @@
+//! G7, crate-internal: a process's view across a state Redis lost. The new state may count
+//! its epochs and calls from lower numbers than the lost one (its host's clock is behind):
+//! replies are ordered by state first, then by their counter.
+
+use crate::local::{Local, OfflineRefusal, Timing, LOST_LEASE};
+use crate::script::{Reply, FENCED, GO};
+use std::time::Duration;
+
+const MARGIN: Duration = Duration::from_millis(250);
+/// The lost state, and the one that replaced it (born on a host whose clock is behind: its
+/// counters are far below the lost state's).
+const A: u64 = 5_000;
+const B: u64 = 4_000;
+
+fn reply(state: u64, ops: u64, epoch: u64, reserved: u64, pool: u64) -> Reply {
+    Reply {
+        status: GO,
+        state,
+        epoch,
+        window: state,
+        reserved,
+        ops,
+        pool,
+        limit: 100,
+        window_ms: 60_000,
+        reset_at_ms: 1_030_000,
+        now_ms: 1_000_000,
+        lease_left_ms: 10_000,
+        ledger: 40,
+        ..Reply::default()
+    }
+}
+
+/// Call number `seq`, sent under lease `epoch` of `state`.
+fn call(seq: u64, state: u64, epoch: u64) -> Timing {
+    Timing {
+        sent_at: Duration::from_secs(1),
+        recv_at: Duration::from_secs(1),
+        conn: 1,
+        epoch,
+        state,
+        seq,
+    }
+}
+
+/// A process holding a lease of A (epoch 9 000, 20 reserved), its newest reply call 1's.
+fn holding_a_lease_of_a() -> Local {
+    let mut l = Local::default();
+    l.apply(&reply(A, 10_000, 9_000, 20, 50), call(1, 0, 0), 0, MARGIN);
+    assert_eq!((l.state, l.epoch, l.reserved()), (A, 9_000, 20));
+    l
+}
+
+#[test]
+fn g7_a_new_state_counting_from_lower_numbers_is_applied() {
+    let mut l = holding_a_lease_of_a();
+    l.apply(&reply(B, 100, 90, 5, 30), call(2, A, 9_000), 0, MARGIN);
+    assert_eq!((l.state, l.epoch, l.ops, l.pool), (B, 90, 100, 30));
+    assert_eq!(
+        l.reserved(),
+        5,
+        "the new state's reservation is the one to spend"
+    );
+}
+
+#[test]
+fn g7_a_late_reply_of_the_replaced_state_is_ignored() {
+    let mut l = holding_a_lease_of_a();
+    l.apply(&reply(B, 100, 90, 5, 30), call(3, A, 9_000), 0, MARGIN);
+    // Call 2 ran on A before it was lost; its reply comes after call 3's.
+    l.apply(
+        &reply(A, 20_000, 9_000, 20, 99),
+        call(2, A, 9_000),
+        0,
+        MARGIN,
+    );
+    assert_eq!((l.state, l.epoch, l.pool, l.reserved()), (B, 90, 30, 5));
+    // B's own replies are still ordered by its counter.
+    l.apply(&reply(B, 101, 90, 4, 29), call(4, B, 90), 0, MARGIN);
+    l.apply(&reply(B, 99, 90, 9, 31), call(1, B, 90), 0, MARGIN);
+    assert_eq!((l.pool, l.reserved()), (29, 4));
+}
+
+#[test]
+fn g7_a_lease_of_the_lost_state_is_named_as_lost_until_a_new_one() {
+    let mut l = holding_a_lease_of_a();
+    // A reply of the new state that names no lease (a snapshot).
+    l.apply(&reply(B, 100, 0, 0, 30), call(2, A, 9_000), 0, MARGIN);
+    let v = l.view(0);
+    assert_eq!((v.state, v.epoch), (B, LOST_LEASE), "{v:?}");
+    assert_eq!(
+        l.reserved(),
+        0,
+        "nothing of the lost lease is left to spend"
+    );
+    assert_eq!(
+        l.offline_acquire(1, Duration::from_secs(1)),
+        Err(OfflineRefusal::NoShare)
+    );
+    l.apply(&reply(B, 101, 90, 5, 29), call(3, B, LOST_LEASE), 0, MARGIN);
+    assert_eq!((l.view(0).epoch, l.reserved()), (90, 5));
+}
+
+#[test]
+fn g7_a_fence_from_the_new_state_never_takes_the_lost_states_epoch() {
+    let mut l = holding_a_lease_of_a();
+    // A release of a grant of A, refused by B: it names A's lease, which means nothing there.
+    let fenced = Reply {
+        status: FENCED,
+        ..reply(B, 100, 0, 0, 30)
+    };
+    l.apply(&fenced, call(2, A, 9_000), 0, MARGIN);
+    assert_eq!((l.state, l.epoch), (B, LOST_LEASE));
+    // B's lease, with an epoch far below A's, is not taken for one that ended.
+    l.apply(&reply(B, 101, 90, 5, 29), call(3, B, LOST_LEASE), 0, MARGIN);
+    assert_eq!((l.epoch, l.reserved()), (90, 5));
+}

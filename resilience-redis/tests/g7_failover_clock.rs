@@ -1,0 +1,175 @@
+//! G7 against a real redis-server: Redis comes back without its data on a host whose clock
+//! is behind the lost one's. The new state then counts its lease epochs and calls from lower
+//! numbers than the processes hold; it must still be seen as a data loss (a conservative
+//! rebuild from every process's view), and the processes must follow the new state.
+//!
+//! The lost state's counters are moved ahead instead (as if its host's clock were ahead),
+//! and every process learns the moved numbers before the keys are deleted.
+
+mod common;
+
+use common::node::{cfg, go, quota, MS};
+use common::server::{prefix, server, RedisServer};
+use resilience_core::governor::{Observation, Priority};
+use resilience_redis::{RedisQuota, SharedQuota};
+
+/// How far ahead the lost state's clock was: three hours, in ms.
+const AHEAD_MS: u64 = 10_800_000;
+
+fn key(p: &str, k: &str) -> String {
+    format!("{{{p}:core}}:{k}")
+}
+
+/// Moves the state's counters (lease epochs, calls, window ids) and every lease ahead, as a
+/// state born `AHEAD_MS` later would have counted them.
+fn move_counters_ahead(srv: &RedisServer, p: &str) {
+    let script = "local D = tonumber(ARGV[1]) * 1000 \
+        local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) \
+        s.seq = s.seq + D s.ops = s.ops + D s.win = s.win + D \
+        redis.call('SET', KEYS[1], cmsgpack.pack(s)) \
+        for _, n in ipairs(redis.call('HKEYS', KEYS[2])) do \
+          local e, r, w, o, x = string.match(redis.call('HGET', KEYS[2], n), \
+            '^(%d+):(%d+):(%d+):(%d+):(%d+)$') \
+          redis.call('HSET', KEYS[2], n, string.format('%d:%s:%d:%s:%s', \
+            tonumber(e) + D, r, tonumber(w) + D, o, x)) \
+        end \
+        return 1";
+    let answer = srv
+        .cmd(&format!(
+            "EVAL \"{script}\" 2 {} {} {AHEAD_MS}",
+            key(p, "q"),
+            key(p, "l")
+        ))
+        .unwrap_or_default();
+    assert_eq!(answer.trim(), ":1", "{answer}");
+}
+
+/// One integer field of the state, read on the server.
+fn state_field(srv: &RedisServer, p: &str, field: &str) -> i64 {
+    let answer = srv
+        .cmd(&format!(
+            "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).{field}\" 1 {}",
+            key(p, "q")
+        ))
+        .unwrap_or_default();
+    answer
+        .trim()
+        .trim_start_matches(':')
+        .parse()
+        .unwrap_or_else(|_| panic!("{field}: {answer}"))
+}
+
+/// The epoch of `node`'s lease on the server.
+fn lease_epoch(srv: &RedisServer, p: &str, node: &str) -> u64 {
+    let v = srv
+        .cmd(&format!("HGET {} {node}", key(p, "l")))
+        .unwrap_or_default();
+    v.split(':')
+        .next()
+        .and_then(|e| e.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{node}'s lease: {v:?}"))
+}
+
+/// An acquire and its release: the process's lease is renewed, and the reply applied.
+async fn touch(q: &SharedQuota) {
+    let g = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
+    q.release(g).await.expect("release");
+}
+
+/// Two processes holding leases of a state whose counters were moved ahead; b alone has read
+/// that 100 are left upstream. Then Redis loses everything. Returns what b saw left and
+/// b's lost lease.
+struct Lost {
+    a: (RedisQuota, SharedQuota),
+    b: (RedisQuota, SharedQuota),
+    seen_by_b: u64,
+    b_lost: u64,
+}
+
+async fn lost_state_ahead(srv: &RedisServer, p: &str) -> Lost {
+    let one_hour = MS(3_600_000);
+    let c = |n| cfg(&srv.url, p, n).reserve_share_permille(0);
+    let a = quota(c("a"), 1_000, one_hour).await;
+    let b = quota(c("b"), 1_000, one_hour).await;
+    // a anchors the window; both processes then hold leases of the moved-ahead state.
+    touch(&a.1).await;
+    move_counters_ahead(srv, p);
+    touch(&a.1).await;
+    touch(&b.1).await;
+    for (q, n) in [(&a.1, "a"), (&b.1, "b")] {
+        let epoch = q.snapshot().await.expect("snapshot").epoch;
+        assert_eq!(epoch, lease_epoch(srv, p, n), "{n} follows the moved state");
+    }
+    let g = go(b.1.try_acquire(1, Priority::P1).await.expect("b"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "100")]);
+    b.1.observe(Some(g), &reading).await.expect("observe");
+    let seen_by_b = b.1.snapshot().await.expect("b").pool;
+    assert!(seen_by_b <= 100, "{seen_by_b}");
+    let b_lost = lease_epoch(srv, p, "b");
+    let del = ["q", "l", "e", "h", "r"].map(|k| key(p, k)).join(" ");
+    srv.cmd(&format!("DEL {del}")).expect("delete");
+    Lost {
+        a,
+        b,
+        seen_by_b,
+        b_lost,
+    }
+}
+
+/// The new state counts from below b's lost lease; b's rejoin lowers its pool to what b saw.
+async fn b_rejoins(srv: &RedisServer, p: &str, lost: &Lost) {
+    let seq = state_field(srv, p, "seq");
+    assert!(
+        seq < lost.b_lost as i64,
+        "the new state counts from below b's lost lease ({seq} against {})",
+        lost.b_lost
+    );
+    lost.b.1.renew().await.expect("b rejoins");
+    let pool = state_field(srv, p, "pool");
+    assert!(
+        pool <= lost.seen_by_b as i64,
+        "the rebuilt pool ({pool}) is above what b knew was left ({})",
+        lost.seen_by_b
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_from_every_view() {
+    let Some(srv) = server() else { return };
+    let p = prefix("clock-behind");
+    let lost = lost_state_ahead(&srv, &p).await;
+    let (a, b) = (&lost.a.1, &lost.b.1);
+    a.renew().await.expect("a rejoins");
+    b_rejoins(&srv, &p, &lost).await;
+    let back = srv
+        .cmd(&format!("SCARD {}", key(&p, "r")))
+        .unwrap_or_default();
+    assert_eq!(
+        back.trim(),
+        ":2",
+        "both processes count as back from the lost state"
+    );
+    assert_eq!(
+        state_field(&srv, &p, "recover_until"),
+        0,
+        "every process the rebuild knew is back: the pool is open again"
+    );
+    for (q, n) in [(a, "a"), (b, "b")] {
+        let epoch = q.snapshot().await.expect("snapshot").epoch;
+        assert_eq!(epoch, lease_epoch(&srv, &p, n), "{n} follows the new state");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_after_a_new_process_came_first() {
+    let Some(srv) = server() else { return };
+    let p = prefix("clock-behind-new");
+    let lost = lost_state_ahead(&srv, &p).await;
+    // A process that knew nothing makes the new state: nothing to rebuild from yet.
+    let c = cfg(&srv.url, &p, "c").reserve_share_permille(0);
+    let (_rc, c) = quota(c, 1_000, MS(3_600_000)).await;
+    touch(&c).await;
+    let pool = state_field(&srv, &p, "pool");
+    assert_eq!(pool, 1_000, "c knew no window: the new state starts whole");
+    b_rejoins(&srv, &p, &lost).await;
+}
