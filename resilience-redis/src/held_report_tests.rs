@@ -32,6 +32,21 @@ async fn node_with_ttl(
 
 /// A renewal of `q`'s lease `epoch` reporting `spent` units spent offline.
 async fn renew(q: &SharedQuota, epoch: u64, spent: u64) -> i64 {
+    renew_as(q, &q.state.fixed, epoch, spent).await
+}
+
+/// `renew`, with `fixed` (what the process is configured with) in place of `q`'s own.
+async fn renew_as(q: &SharedQuota, fixed: &script::Fixed, epoch: u64, spent: u64) -> i64 {
+    renew_reply(q, fixed, epoch, spent).await.status
+}
+
+/// `renew_as`, the whole reply.
+async fn renew_reply(
+    q: &SharedQuota,
+    fixed: &script::Fixed,
+    epoch: u64,
+    spent: u64,
+) -> script::Reply {
     let (mut conn, _) = q.inner.link.current().expect("connected");
     let view = View {
         epoch,
@@ -39,11 +54,10 @@ async fn renew(q: &SharedQuota, epoch: u64, spent: u64) -> i64 {
         state: q.state.local.lock().state,
         ..View::default()
     };
-    let reply = script::call(&mut conn, &q.state.fixed, &view, &Op::Renew)
+    script::call(&mut conn, fixed, &view, &Op::Renew)
         .await
         .expect("call")
-        .expect("reply");
-    reply.status
+        .expect("reply")
 }
 
 /// A rule over every request, 100 a minute (or a `span`): a resource with it counts grants in the shared
@@ -184,4 +198,111 @@ async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoi
     }
     let after = paced.snapshot().await.expect("p");
     assert_eq!(after.held, 0, "{after:?}");
+}
+
+/// Moves the window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset header
+/// another process read would, and returns once it has rolled.
+async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::QuotaSnapshot {
+    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
+    let reset = unix(SystemTime::now()) + 2;
+    let reading = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "900".to_owned()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ],
+    );
+    paced.observe(Some(grant), &reading).await.expect("observe");
+    while unix(SystemTime::now()) < reset {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let rolled = paced.snapshot().await.expect("p");
+    assert!(
+        rolled
+            .reset_in
+            .is_none_or(|r| r > Duration::from_secs(3_000)),
+        "{rolled:?}"
+    );
+    rolled
+}
+
+/// A process without the shared rules and without background tasks ("ghost"), whose calls
+/// go out on `carrier`'s connection: its lease changes only when the test calls. `share`
+/// and `hold` as configured (per mille of the pool, and what it may spend unreported).
+fn ghost(carrier: &SharedQuota, share: u32, hold: u64) -> script::Fixed {
+    let mut f = carrier.state.fixed.clone();
+    f.node = "ghost".into();
+    f.pacing = None;
+    f.share_permille = share;
+    f.hold = hold;
+    f
+}
+
+/// What is held for a lease ended live and carried past an earlier reset comes back once
+/// that lease would have expired, even if its holder never calls again. Kept in the held
+/// hash (as it was), only its holder's next call settled it: gone, it stayed held until
+/// the window ended (an hour here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_carried_share_of_a_lease_ended_live_comes_back_without_its_holder() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-carry-gone");
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
+    let ttl = Duration::from_secs(4);
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
+    let g = ghost(&paced, 100, 1_000);
+    let epoch = renew_reply(&paced, &g, 0, 0).await.epoch;
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    assert_eq!(
+        renew_as(&paced, &g, epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    let ended_at = std::time::Instant::now();
+    let held = paced.snapshot().await.expect("p").held;
+    assert!(held > 0, "the ghost's share is held");
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, held, "{rolled:?}");
+    // The ghost is never heard from again.
+    while ended_at.elapsed() < ttl + Duration::from_millis(300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(after.pool + after.reserved_total, after.limit, "{after:?}");
+}
+
+/// A share carried at a rejoin (the holder's ended lease may still be spent from until it
+/// would have expired) is carried again past a later reset that came earlier than told.
+/// Dropped at that roll (as it was), the new window's pool was whole and the holder's
+/// offline spending came on top of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_share_carried_at_a_rejoin_is_carried_past_an_earlier_reset() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-rejoin-roll");
+    let brief = rules_over(Duration::from_millis(500));
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(brief);
+    let ttl = Duration::from_secs(6);
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
+    let g = ghost(&paced, 100, 1_000);
+    let epoch = renew_reply(&paced, &g, 0, 0).await.epoch;
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    assert_eq!(
+        renew_as(&paced, &g, epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    let held = paced.snapshot().await.expect("p").held;
+    assert!(held > 0, "the ghost's share is held");
+    // Once the counts are no longer live, the ghost rejoins: without a reservation or a
+    // hold this time, so all that is held is the ended lease's share.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let bare = ghost(&paced, 0, 0);
+    assert_ne!(
+        renew_as(&paced, &bare, epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    let rejoined = paced.snapshot().await.expect("p");
+    assert_eq!(rejoined.held, held, "{rejoined:?}");
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, held, "{rolled:?}");
+    assert_eq!(rolled.pool + rolled.held, rolled.limit, "{rolled:?}");
 }

@@ -276,20 +276,26 @@ end
 -- expired (a holder stops spending without Redis by then).
 if s.reset_at > 0 and now >= s.reset_at then
   local moved = s.moved == 1
+  -- What is carried now (a rejoin's, `take_held`) may still be spent past this reset too.
+  local owed, owed_until = 0, 0
+  if moved and s.carry > 0 and s.carry_until > now then owed, owed_until = s.carry, s.carry_until end
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
   s.moved, s.carry, s.carry_until = 0, 0, 0
   -- G4: the limit that started a cascade has cleared with the window.
   s.sm, s.cgood, s.cz = nil, nil, nil
   -- A lease ended live (refused: quota_ops.lua) may be spent from offline until it would
-  -- have expired, past the real reset too: its held share is carried as well, kept in the
-  -- held hash (its holder's report settles it there: `take_held`).
-  local live = {}
+  -- have expired, past the real reset too: its held share is carried as well (its holder's
+  -- report is paid from the carry: `take_held`), and returned with it, whether or not its
+  -- holder ever calls again.
   if moved then
     local hs = redis.call('HGETALL', K_H)
     for i = 1, #hs, 2 do
       local h, u = string.match(hs[i + 1], '^(%d+):(%d+)$')
-      if h and tonumber(u) > now then live[#live + 1] = {hs[i], tonumber(h), u} end
+      if h and tonumber(u) > now then
+        s.carry = s.carry + tonumber(h)
+        s.carry_until = math.max(s.carry_until, tonumber(u))
+      end
     end
   end
   redis.call('DEL', K_H, K_R)
@@ -306,16 +312,9 @@ if s.reset_at > 0 and now >= s.reset_at then
       redis.call('HSET', K_L, all[i], encode(l))
     end
   end
-  s.carry = math.min(s.carry, s.limit)
-  local kept = 0
-  for _, e in ipairs(live) do
-    local h = math.min(e[2], s.limit - s.carry - kept)
-    if h > 0 then
-      redis.call('HSET', K_H, e[1], d(h) .. ':' .. e[3])
-      kept = kept + h
-    end
-  end
-  s.pool, s.held = s.limit - s.carry - kept, s.carry + kept
+  s.carry = math.min(s.carry + owed, s.limit)
+  s.carry_until = math.max(s.carry_until, owed_until)
+  s.pool, s.held = s.limit - s.carry, s.carry
   publish()
 end
 if s.carry > 0 and now >= s.carry_until then
@@ -354,7 +353,16 @@ local fresh = 0
 local function take_held(rejoin)
   local hk = node .. ':' .. d(epoch)
   local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
-  if not h then return false end
+  if not h then
+    -- Carried past a reset earlier than its holder was told (the roll, above): its report
+    -- is paid from the carry, as a live lease's is (`settle_report`).
+    local c = math.min(s.carry, spent_off)
+    if c > 0 then
+      s.carry, s.held, s.ledger = s.carry - c, s.held - c, s.ledger + c
+      fly(c)
+    end
+    return false
+  end
   h = tonumber(h)
   local spent = math.min(h, spent_off)
   s.held = s.held - spent
