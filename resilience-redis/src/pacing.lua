@@ -117,8 +117,10 @@ local pace = nil
 -- by their report, their next call with nothing to report, or the end of their lease) or
 -- the last of those leases would have expired. The hash exists again (until the counts
 -- would have expired), so the loss is seen once; lost again, it is seen again and every
--- report asked for again (those merged went with it).
-local function pace_counts_lost()
+-- report asked for again (those merged went with it). `caller_due`: the caller that found
+-- the loss has grants that may still count; it is owed too, so its ask is refused now and
+-- its next call asked for the report (its lease, if new, is not in the leases hash yet).
+local function pace_counts_lost(caller_due)
   local owed, last = {}, now
   local all = redis.call('HGETALL', K_L)
   for i = 1, #all, 2 do
@@ -126,10 +128,19 @@ local function pace_counts_lost()
     local l = decode(all[i + 1])
     if l then last = math.max(last, l.exp) end
   end
+  if caller_due then
+    owed[node] = 1
+    -- Its lease (maybe made by this call) lasts until then.
+    last = math.max(last, now + ttl)
+  end
   s.pl, s.pl_until = owed, last
   s.pr, s.pr_until = {}, s.paced_until
-  redis.call('HSET', K_P, 'x', d(s.paced_until))
+  -- `k` too (the longest a count lives): lost, an ask no rule selects would set the new
+  -- hash to expire within its own short keep, before the counts merged into it.
+  local k = math.max(1000, s.paced_until - now)
+  redis.call('HSET', K_P, 'x', d(s.paced_until), 'k', d(k))
   redis.call('PEXPIREAT', K_P, d(s.paced_until))
+  return k, s.paced_until
 end
 
 -- Whether the counts were lost since they were last written: gone while a grant still
@@ -202,7 +213,7 @@ local function pace_check(cost, prio)
   end
   local vals = redis.call('HMGET', K_P, unpack(fields))
   -- The counts gone while a grant still counts in them: evicted (pacing_rebuild.lua).
-  if pace_counts_gone(vals[2]) then pace_counts_lost() end
+  if pace_counts_gone(vals[2]) then vals[1], vals[2] = pace_counts_lost(ARGV[23] == '1') end
   -- Pass 2: judge them.
   for _, sp in ipairs(spaced) do
     local last = tonumber(vals[sp.f]) or 0

@@ -136,13 +136,15 @@ local function pace_merge(rules, log)
     end
   end
   keep_ms = math.max(keep_ms, tonumber(redis.call('HGET', K_P, 'k')) or 0)
+  -- Never earlier than a grant counted before still counts (a process with longer rules).
+  local until_ = math.max(now + keep_ms, s.paced_until or 0)
   out[#out + 1] = 'k'
   out[#out + 1] = d(keep_ms)
   out[#out + 1] = 'x'
-  out[#out + 1] = d(now + keep_ms)
+  out[#out + 1] = d(until_)
   redis.call('HSET', K_P, unpack(out))
-  redis.call('PEXPIRE', K_P, d(keep_ms))
-  redis.call('PEXPIRE', K_I, d(keep_ms))
+  redis.call('PEXPIREAT', K_P, d(until_))
+  redis.call('PEXPIREAT', K_I, d(until_))
   -- A process without the rules is refused while these counts are live (quota_ops.lua).
   s.paced_until = math.max(s.paced_until or 0, now + keep_ms)
   return true

@@ -20,6 +20,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
+/// Shared-rule reports one call may send before its op is taken: the script asks again only
+/// if the counts were lost again after the last report (another eviction).
+const MAX_REPORTS: u32 = 3;
+
 /// A connection to the shared quota in Redis (G7). Cheap to clone; create resources with
 /// [`resource`](Self::resource). See the [crate docs](crate).
 #[derive(Clone)]
@@ -273,19 +277,21 @@ impl Inner {
         op: Op,
         of: Option<LeaseId>,
     ) -> Result<Reply, CallError> {
-        let mut reported = false;
+        let mut reports = 0;
         loop {
             let reply = self.call_once(conn, generation, res, &op, of).await?;
             if reply.status != script::REPORT {
                 return Ok(reply);
             }
-            if reported {
-                // The report rejoins this process, so the script never asks twice; never loop.
-                return Err(CallError::Server(
-                    self.server_error("the script asked for the shared-rule report twice"),
-                ));
+            if reports == MAX_REPORTS {
+                // The report rejoins this process, so the script asks again only if the
+                // counts were lost again meanwhile (another eviction); never loop.
+                return Err(CallError::Server(self.server_error(
+                    "the script asked for the shared-rule report again and again \
+                     (the rule counts lost at every call?)",
+                )));
             }
-            reported = true;
+            reports += 1;
             let log = res.pace_log.as_ref().map(|l| l.lock().report());
             let report = Op::PaceReport {
                 log: log.unwrap_or_default(),

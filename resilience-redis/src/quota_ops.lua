@@ -42,6 +42,9 @@ elseif op == 'acq' then
   -- The shared G8 rules, if the resource has them (pacing.lua): judged before the quota, and
   -- counted only if the acquire is granted.
   local paced, pwait, pwhy, never = #ARGV > 21, 0, 0, false
+  -- Refused by the rebuild's gate: no priority mark (below), since the asks no rule selects
+  -- are not held up by the gate, and a waiting P0 create must not hold up every P1 read.
+  local gated = false
   if paced then
     pwait, pwhy, never = pace_check(cost, prio)
   end
@@ -57,7 +60,7 @@ elseif op == 'acq' then
     -- A settled grant wakes the waiters of the concurrency cap; the end of a rebuild's
     -- gate, those it refused.
     if pwhy == 7 then s.cw = 1 end
-    if pwhy == 3 then s.starved = 1 end
+    if pwhy == 3 then s.starved, gated = 1, true end
   elseif s.sm and calls_in_flight() >= 1 then
     -- G4 sequential mode (cascade.lua): one call at a time; a settled grant wakes them.
     status, reason, wait = 2, 8, calls_wait(1)
@@ -90,14 +93,14 @@ elseif op == 'acq' then
       top_up()
       if paced then
         pace_commit()
-        s.paced_until = now + pace.keep
+        s.paced_until = math.max(s.paced_until or 0, now + pace.keep)
       end
     end
   end
   -- Refused for want of quota (spent, recovering, itself yielding, or a concurrency slot):
   -- mark the wait.
   if status == 2 and (reason == 2 or reason == 3 or reason == 5 or reason == 7
-      or reason == 8) and prio <= 1 then
+      or reason == 8) and prio <= 1 and not gated then
     local f = (prio == 0) and 'yield0' or 'yield1'
     s[f] = math.max(s[f], now + yield_ms)
   end

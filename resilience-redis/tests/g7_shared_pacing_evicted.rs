@@ -199,3 +199,67 @@ async fn g7_g8_the_rebuild_holds_up_only_selected_asks_and_its_end_wakes_them() 
     assert!(grant.is_ok(), "{grant:?}");
     assert!(t.elapsed() < Duration::from_secs(10));
 }
+
+/// The process that finds the counts evicted reports before it is judged, like every other:
+/// one that had left (no lease, so not among the holders owed) was judged on the empty
+/// counts, and created an 11th time in a 10-a-minute rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_process_that_finds_the_counts_evicted_reports_before_it_is_judged() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-finder");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    create(&a, 10).await;
+    a.leave().await.expect("leave");
+    evict(&srv, &p);
+    full_for_the_minute(&[&a]).await;
+}
+
+/// A P0 ask refused by the rebuild's gate does not make lower priorities yield: the asks no
+/// rule selects are not held up by the gate, in any process. It did (the P0 mark of a
+/// refusal for want of quota), and every P1 read waited as long as the P0 create.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_p0_ask_at_the_rebuild_gate_does_not_hold_up_lower_priority_reads() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-p0");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    let (_rc, c) = client(&srv.url, &p, "c", &creates_per_minute()).await;
+    create(&a, 5).await;
+    create(&b, 1).await;
+    evict(&srv, &p);
+    // a sees the loss at P0; b owes its report, so the gate stays.
+    let w = match a
+        .try_acquire_request(&Request::create(), Priority::P0)
+        .await
+        .expect("a")
+    {
+        resilience_redis::QuotaDecision::Wait(w) => w,
+        d => panic!("granted at the gate: {d:?}"),
+    };
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    let _ = go(c
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("c's read"));
+}
+
+/// Counts seen evicted by an ask no rule selects keep their longest life: the hash written
+/// back at the loss lives until every lost count would have expired, and so do the reports
+/// merged into it. Without its longest keep (`k`, not written back), the read set the hash
+/// to expire in 1.5 s, the counts merged into it with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_counts_found_evicted_by_an_unselected_ask_keep_their_longest_life() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-keep");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rc, c) = client(&srv.url, &p, "c", &creates_per_minute()).await;
+    create(&a, 5).await;
+    evict(&srv, &p);
+    let _ = go(c
+        .try_acquire_request(&Request::read(), Priority::P1)
+        .await
+        .expect("c's read"));
+    let ttl = srv.cmd(&format!("PTTL {{{p}:core}}:p")).unwrap_or_default();
+    let ms: i64 = ttl.trim().trim_start_matches(':').parse().expect("PTTL");
+    assert!(ms > 50_000, "the counts expire in {ms} ms");
+}
