@@ -262,7 +262,15 @@ local function retire(n, l, live)
   end
   -- Gone (left, reaped or refused): the rebuild of evicted rule counts no longer waits for
   -- its report (pacing.lua); it is still asked for one if it comes back.
-  if s.pl then s.pl[n] = nil end
+  if s.pl then
+    s.pl[n] = nil
+    -- The last one owed: the gate ends, and the waiters it refused wake (a refusal at the
+    -- gate marked them).
+    if next(s.pl) == nil then
+      s.pl, s.pl_until = nil, nil
+      publish()
+    end
+  end
   redis.call('HDEL', K_L, n)
   redis.call('ZREM', K_E, n)
   s.members = math.max(0, s.members - 1)

@@ -11,7 +11,7 @@ use common::pacing::{
 };
 use common::server::{prefix, server};
 use resilience_core::governor::{Priority, Request};
-use resilience_redis::{QuotaSpec, QuotaWaitReason, RedisQuota, WaitPolicy};
+use resilience_redis::{QuotaSpec, QuotaWaitReason, RedisQuota, SharedQuota, WaitPolicy};
 use std::time::{Duration, Instant};
 
 /// The rule counts and their index are the only keys with an expiry, so a `volatile-*`
@@ -141,6 +141,25 @@ async fn g7_g8_the_rebuild_waits_as_long_as_the_leases_of_the_processes_owing_a_
     assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
 }
 
+/// A node under the creations rule that polls once a minute: woken in seconds, it was
+/// woken by a publish.
+async fn slow_poller(url: &str, p: &str, node: &str) -> (RedisQuota, SharedQuota) {
+    let rc = RedisQuota::connect(
+        cfg(url, p, node)
+            .reserve_share_permille(0)
+            .wait(WaitPolicy {
+                poll: Duration::from_secs(60),
+                ..WaitPolicy::default()
+            }),
+    )
+    .await
+    .expect("connect");
+    let spec =
+        QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(creates_per_minute());
+    let q = rc.resource("core", spec).await.expect("resource");
+    (rc, q)
+}
+
 /// The rebuild holds up only the asks a rule selects (a read under a creations rule is
 /// granted), and its end wakes the waiters it refused at once, not at their next poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,22 +168,7 @@ async fn g7_g8_the_rebuild_holds_up_only_selected_asks_and_its_end_wakes_them() 
     let p = prefix("pace-evicted-wake");
     let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
     let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
-    let rc = RedisQuota::connect(cfg(&srv.url, &p, "c").reserve_share_permille(0).wait(
-        WaitPolicy {
-            poll: Duration::from_secs(60),
-            ..WaitPolicy::default()
-        },
-    ))
-    .await
-    .expect("connect c");
-    let c = rc
-        .resource(
-            "core",
-            QuotaSpec::new(1_000_000, Duration::from_secs(3_600))
-                .shared_pacing(creates_per_minute()),
-        )
-        .await
-        .expect("c");
+    let (_rc, c) = slow_poller(&srv.url, &p, "c").await;
     create(&a, 5).await;
     evict(&srv, &p);
     // a sees the loss; a read passes it.
@@ -262,4 +266,40 @@ async fn g7_g8_counts_found_evicted_by_an_unselected_ask_keep_their_longest_life
     let ttl = srv.cmd(&format!("PTTL {{{p}:core}}:p")).unwrap_or_default();
     let ms: i64 = ttl.trim().trim_start_matches(':').parse().expect("PTTL");
     assert!(ms > 50_000, "the counts expire in {ms} ms");
+}
+
+/// The last process owed a report leaving (or reaped, or refused) ends the rebuild's gate
+/// and wakes its waiters at once. Its leave emptied the gate without a publish, and they
+/// slept until their next poll (a minute here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_last_process_owed_leaving_ends_the_rebuild_and_wakes_its_waiters() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-leave");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    let (_rc, c) = slow_poller(&srv.url, &p, "c").await;
+    create(&a, 5).await;
+    create(&b, 1).await;
+    evict(&srv, &p);
+    // a sees the loss, then reports; b owes its report.
+    for _ in 0..2 {
+        let w = refused(&a, &Request::create()).await;
+        assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    }
+    let waiter = tokio::spawn(async move {
+        c.acquire_request(
+            &Request::create(),
+            Priority::P1,
+            Some(Duration::from_secs(90)),
+        )
+        .await
+    });
+    tokio::time::sleep(MS(300)).await;
+    assert!(!waiter.is_finished(), "granted before b's word");
+    b.leave().await.expect("leave");
+    let grant = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("woken when the rebuild ended, not at its poll (30 s or more)")
+        .expect("task");
+    assert!(grant.is_ok(), "{grant:?}");
 }
