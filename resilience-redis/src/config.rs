@@ -410,7 +410,9 @@ impl QuotaSpec {
     /// has rejoined, so the counts hold all their grants first. A process that never comes
     /// back (it died with Redis) takes its counts with it: the pool opens after one lease
     /// TTL, and its grants in the windows still open then may be spent again. The
-    /// concurrency cap forgets the calls in flight at the loss.
+    /// concurrency cap forgets the calls in flight at the loss. A grant whose reply has not
+    /// reached its process (not yet logged there) when that process reports is missing from
+    /// the report: the rules may let that many more through (a race of a round trip).
     pub fn shared_pacing(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
         self
