@@ -363,8 +363,9 @@ local function take_held(rejoin)
   local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
   if not h then
     -- Carried past a reset earlier than its holder was told (the roll, above): its report
-    -- is paid from the carry, as a live lease's is (`settle_report`).
-    local c = math.min(s.carry, spent_off)
+    -- is paid from the carry, as a live lease's is (`settle_report`). Not a lost state's
+    -- lease (epoch 1): what it spent came from no share of this state.
+    local c = (epoch > 1) and math.min(s.carry, spent_off) or 0
     if c > 0 then
       s.carry, s.held, s.ledger = s.carry - c, s.held - c, s.ledger + c
       fly(c)
