@@ -132,28 +132,7 @@ async fn g7_g8_a_share_held_for_a_lease_ended_live_is_carried_past_an_earlier_re
     assert!(mine.reserved > 0, "u holds a reservation");
     let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
     assert_eq!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
-    // An hour's window, moved by a reading to end in 1-2 s.
-    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
-    let reset = unix(SystemTime::now()) + 2;
-    let reading = Observation::from_headers(
-        200,
-        [
-            ("x-ratelimit-remaining", "900".to_owned()),
-            ("x-ratelimit-reset", reset.to_string()),
-        ],
-    );
-    paced.observe(Some(grant), &reading).await.expect("observe");
-    while unix(SystemTime::now()) < reset {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let rolled = paced.snapshot().await.expect("p");
-    assert!(
-        rolled
-            .reset_in
-            .is_none_or(|r| r > Duration::from_secs(3_000)),
-        "{rolled:?}"
-    );
+    let rolled = roll_early(&paced, grant).await;
     assert!(rolled.held >= mine.reserved, "{rolled:?}");
     assert!(rolled.pool + rolled.held <= rolled.limit, "{rolled:?}");
     // u spent it all after the reset, offline, and says so before its lease would have
@@ -200,8 +179,8 @@ async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoi
     assert_eq!(after.held, 0, "{after:?}");
 }
 
-/// Moves the window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset header
-/// another process read would, and returns once it has rolled.
+/// Moves the hour's window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset
+/// header another process read would, and returns once it has rolled.
 async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::QuotaSnapshot {
     let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
     let reset = unix(SystemTime::now()) + 2;
