@@ -218,6 +218,19 @@ fn ghost(carrier: &SharedQuota, share: u32, hold: u64) -> script::Fixed {
     f
 }
 
+/// A ghost with a reservation joins, `paced` anchors the window with a counted grant, and
+/// the ghost is refused (its lease ended live). Returns the ghost's ended epoch, the anchor
+/// grant, and what is held for the ghost.
+async fn ghost_refused(paced: &SharedQuota) -> (u64, crate::QuotaGrant, u64) {
+    let g = ghost(paced, 100, 1_000);
+    let epoch = renew_reply(paced, &g, 0, 0).await.epoch;
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    assert_eq!(renew_as(paced, &g, epoch, 0).await, script::PACED_ELSEWHERE);
+    let held = paced.snapshot().await.expect("p").held;
+    assert!(held > 0, "the ghost's share is held");
+    (epoch, grant, held)
+}
+
 /// What is held for a lease ended live and carried past an earlier reset comes back once
 /// that lease would have expired, even if its holder never calls again. Kept in the held
 /// hash (as it was), only its holder's next call settled it: gone, it stayed held until
@@ -229,16 +242,8 @@ async fn g7_g8_a_carried_share_of_a_lease_ended_live_comes_back_without_its_hold
     let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
     let ttl = Duration::from_secs(4);
     let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
-    let g = ghost(&paced, 100, 1_000);
-    let epoch = renew_reply(&paced, &g, 0, 0).await.epoch;
-    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
-    assert_eq!(
-        renew_as(&paced, &g, epoch, 0).await,
-        script::PACED_ELSEWHERE
-    );
+    let (_, grant, held) = ghost_refused(&paced).await;
     let ended_at = std::time::Instant::now();
-    let held = paced.snapshot().await.expect("p").held;
-    assert!(held > 0, "the ghost's share is held");
     let rolled = roll_early(&paced, grant).await;
     assert_eq!(rolled.held, held, "{rolled:?}");
     // The ghost is never heard from again.
@@ -262,15 +267,7 @@ async fn g7_g8_a_share_carried_at_a_rejoin_is_carried_past_an_earlier_reset() {
     let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(brief);
     let ttl = Duration::from_secs(6);
     let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
-    let g = ghost(&paced, 100, 1_000);
-    let epoch = renew_reply(&paced, &g, 0, 0).await.epoch;
-    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
-    assert_eq!(
-        renew_as(&paced, &g, epoch, 0).await,
-        script::PACED_ELSEWHERE
-    );
-    let held = paced.snapshot().await.expect("p").held;
-    assert!(held > 0, "the ghost's share is held");
+    let (epoch, grant, held) = ghost_refused(&paced).await;
     // Once the counts are no longer live, the ghost rejoins: without a reservation or a
     // hold this time, so all that is held is the ended lease's share.
     tokio::time::sleep(Duration::from_millis(1_300)).await;
