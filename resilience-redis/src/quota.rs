@@ -24,6 +24,36 @@ use tokio::task::AbortHandle;
 /// if the counts were lost again after the last report (another eviction).
 const MAX_REPORTS: u32 = 3;
 
+/// The shared-rule reports one call has sent, and what its latest reply asks for next.
+#[derive(Default)]
+struct Reports {
+    sent: u32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum NextStep {
+    /// The op was taken (or refused): its reply is the answer.
+    Done,
+    /// The script asks for the report first: send it, then the op again.
+    Report,
+    /// Asked once more than [`MAX_REPORTS`]: the report rejoins this process, so the script
+    /// asks again only if the counts were lost again meanwhile; never loop.
+    GiveUp,
+}
+
+impl Reports {
+    fn after(&mut self, status: i64) -> NextStep {
+        if status != script::REPORT {
+            NextStep::Done
+        } else if self.sent == MAX_REPORTS {
+            NextStep::GiveUp
+        } else {
+            self.sent += 1;
+            NextStep::Report
+        }
+    }
+}
+
 /// A connection to the shared quota in Redis (G7). Cheap to clone; create resources with
 /// [`resource`](Self::resource). See the [crate docs](crate).
 #[derive(Clone)]
@@ -277,21 +307,19 @@ impl Inner {
         op: Op,
         of: Option<LeaseId>,
     ) -> Result<Reply, CallError> {
-        let mut reports = 0;
+        let mut reports = Reports::default();
         loop {
             let reply = self.call_once(conn, generation, res, &op, of).await?;
-            if reply.status != script::REPORT {
-                return Ok(reply);
+            match reports.after(reply.status) {
+                NextStep::Done => return Ok(reply),
+                NextStep::GiveUp => {
+                    return Err(CallError::Server(self.server_error(
+                        "the script asked for the shared-rule report again and again \
+                         (the rule counts lost at every call?)",
+                    )))
+                }
+                NextStep::Report => {}
             }
-            if reports == MAX_REPORTS {
-                // The report rejoins this process, so the script asks again only if the
-                // counts were lost again meanwhile (another eviction); never loop.
-                return Err(CallError::Server(self.server_error(
-                    "the script asked for the shared-rule report again and again \
-                     (the rule counts lost at every call?)",
-                )));
-            }
-            reports += 1;
             let log = res.pace_log.as_ref().map(|l| l.lock().report());
             let report = Op::PaceReport {
                 log: log.unwrap_or_default(),
@@ -441,5 +469,34 @@ impl Inner {
             let secs = self.clock.now().saturating_sub(since).as_secs_f64();
             tracing::info!(url = %self.link.url, outage_s = secs, "shared quota: Redis is back; rejoined (G7)");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g7_a_call_sends_at_most_max_reports_then_fails_instead_of_looping() {
+        let mut r = Reports::default();
+        let steps: Vec<_> = (0..5).map(|_| r.after(script::REPORT)).collect();
+        assert_eq!(
+            steps,
+            [
+                NextStep::Report,
+                NextStep::Report,
+                NextStep::Report,
+                NextStep::GiveUp,
+                NextStep::GiveUp
+            ]
+        );
+    }
+
+    #[test]
+    fn g7_a_reply_other_than_report_ends_the_call_whatever_was_sent() {
+        let mut r = Reports::default();
+        assert_eq!(r.after(script::REPORT), NextStep::Report);
+        assert_eq!(r.after(script::PACED_ELSEWHERE), NextStep::Done);
+        assert_eq!(Reports::default().after(script::GO), NextStep::Done);
     }
 }
