@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::node::{cfg, go, quota, rejoined, MS};
+use common::node::{cfg, go, quota, rejoined, unix_now, MS};
 use common::server::{prefix, server, skip, RedisServer};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
@@ -194,13 +194,6 @@ async fn g7_a_redis_that_hangs_without_closing_bounds_every_acquire_and_is_rejoi
         rejoined(&r, &q).await;
         let _ = go(q.try_acquire(1, Priority::P1).await.expect("after"));
     }
-}
-
-/// Wall-clock time since the epoch, for writing `x-ratelimit-reset` headers.
-fn unix_now() -> Duration {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,3 +58,10 @@ pub async fn rejoined(r: &RedisQuota, q: &SharedQuota) {
         let _ = q.snapshot().await;
     }
 }
+
+/// Wall-clock time since the epoch, for writing `x-ratelimit-reset` headers.
+pub fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+}
