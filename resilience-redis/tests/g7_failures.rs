@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::node::{cfg, go, quota, rejoined, unix_now, MS};
+use common::node::{assert_reading_keeps_in_flight, cfg, go, quota, rejoined, unix_now, MS};
 use common::server::{prefix, server, skip, RedisServer};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
@@ -293,11 +293,7 @@ async fn g7_offline_spending_reported_to_a_rebuilt_state_counts_as_in_flight() {
     rejoined(&rb, &b).await;
     // a's 3 offline calls may still be on their way: a reading of b's call, made after
     // them, must not count them as left.
-    let probe = go(b.try_acquire(1, Priority::P1).await.expect("probe"));
-    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "90")]);
-    b.observe(Some(probe), &reading).await.expect("observe");
-    let s = b.snapshot().await.expect("snapshot");
-    assert_eq!(s.pool, 90 - 3 - s.reserved_total - s.held, "{s:?}");
+    assert_reading_keeps_in_flight(&b, 3).await;
     drop(offline);
 }
 

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota,
 };
@@ -64,4 +65,14 @@ pub fn unix_now() -> Duration {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
+}
+
+/// Reads 90 remaining on a fresh P1 call of `q`, made after `in_flight` calls of another
+/// process that may still be on their way, and asserts the pool did not count them as left.
+pub async fn assert_reading_keeps_in_flight(q: &SharedQuota, in_flight: u64) {
+    let probe = go(q.try_acquire(1, Priority::P1).await.expect("probe"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "90")]);
+    q.observe(Some(probe), &reading).await.expect("observe");
+    let s = q.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 90 - in_flight - s.reserved_total - s.held, "{s:?}");
 }
