@@ -8,6 +8,9 @@
 //! During the thread's own teardown, once that buffer is destroyed (a governor call from
 //! another thread-local's destructor), notes wait in the locked state instead, and are
 //! emitted after the unlock all the same.
+//!
+//! A subscriber that panics on a line loses none of the lines after it: they go back to the
+//! buffer, for the thread's next unlock that noted something to emit first.
 
 use super::super::decision::{AgentId, RefusalReason};
 use super::super::observation::LimitKind;
@@ -187,12 +190,16 @@ pub(super) fn keep(resource: &Arc<str>, note: Note) -> bool {
 /// emitted: a subscriber that calls the store again notes into a fresh one.
 #[cold]
 fn flush() {
-    let Ok(mut notes) = PENDING.try_with(|p| std::mem::take(&mut *p.borrow_mut())) else {
+    let Ok(notes) = PENDING.try_with(|p| std::mem::take(&mut *p.borrow_mut())) else {
         return;
     };
-    for (resource, note) in notes.drain(..) {
-        note.emit(&resource);
+    let mut left = Unemitted { notes, next: 0 };
+    while let Some((resource, note)) = left.notes.get(left.next) {
+        left.next += 1;
+        note.emit(resource);
     }
+    let mut notes = std::mem::take(&mut left.notes);
+    notes.clear();
     // Keep the capacity for the next time, unless the buffer holds notes again (a section
     // still locked up this thread's stack took them; its unlock emits them).
     let _ = PENDING.try_with(|p| {
@@ -201,6 +208,28 @@ fn flush() {
             *p = notes;
         }
     });
+}
+
+/// The notes a flush has not emitted yet. If a subscriber panics while emitting one, the
+/// rest go back to the front of the thread's buffer, to be emitted by its next flush, rather
+/// than being lost with the unwinding (they are not emitted here: a second panic while
+/// unwinding would abort).
+struct Unemitted {
+    notes: Vec<(Arc<str>, Note)>,
+    next: usize,
+}
+
+impl Drop for Unemitted {
+    fn drop(&mut self) {
+        if self.next >= self.notes.len() {
+            return;
+        }
+        let rest = self.notes.drain(self.next..);
+        let _ = PENDING.try_with(|p| {
+            let mut p = p.borrow_mut();
+            p.splice(0..0, rest);
+        });
+    }
 }
 
 /// A locked resource whose notes are emitted when the lock is released.
