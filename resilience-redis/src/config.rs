@@ -410,9 +410,10 @@ impl QuotaSpec {
     /// has rejoined, so the counts hold all their grants first. A process that never comes
     /// back (it died with Redis) takes its counts with it: the pool opens after one lease
     /// TTL, and its grants in the windows still open then may be spent again. The
-    /// concurrency cap forgets the calls in flight at the loss. A grant whose reply has not
-    /// reached its process (not yet logged there) when that process reports is missing from
-    /// the report: the rules may let that many more through (a race of a round trip).
+    /// concurrency cap forgets the calls in flight at the loss. An ask whose answer its
+    /// process has not read when it reports (or never will: a lost connection, a dropped
+    /// acquire) is reported as granted at the merge, so the rules may count it once too
+    /// often, never once too few.
     pub fn shared_pacing(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
         self

@@ -231,6 +231,8 @@ mod local_state_tests;
 mod observe;
 mod pace_log;
 #[cfg(test)]
+mod pace_pending_tests;
+#[cfg(test)]
 mod pace_rebuild_skew_tests;
 mod pacing;
 mod quota;

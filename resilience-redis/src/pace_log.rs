@@ -6,8 +6,15 @@
 //! of `span / BUCKETS` ms of the *server's* clock (a grant's time is the server's), so a
 //! report adds bucket to bucket. Recording a grant is a few additions under a lock the
 //! acquire path takes once.
+//!
+//! An ask whose answer this process has not read yet ([`PendingAsk`]) may already count on
+//! the server: a report sends it as counted *now*, which the script reads as its own clock at
+//! the merge (later than the grant, so it counts no shorter). Without it, a grant whose reply
+//! was still on its way when its process reported was missing from the rebuilt counts.
 
 use crate::pacing::{pack, Ask, Item, PacingArgs};
+use parking_lot::Mutex;
+use resilience_core::clock::Clock;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +29,12 @@ const LOCAL_ENDPOINTS: usize = 256;
 
 /// The endpoint name of that shared ring in a report (`pacing.lua`'s `OVERFLOW`).
 const OVERFLOW: &str = "\u{1}";
+
+/// In a report, the time the merging script reads as its own clock (`pacing_rebuild.lua`):
+/// as a spacing rule's last grant (a real one is server ms since 1970, never 1), and as the
+/// newest bucket of a ring (a real one is never bucket 0).
+const NOW_MS: u64 = 1;
+const NOW_BUCKET: u64 = 0;
 
 /// Counts per bucket number; the newest is `top`, and the ring holds `top - BUCKETS ..= top`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,6 +97,27 @@ pub(crate) struct PaceLog {
     spacings: Vec<u64>,
     /// Local clock time after which nothing logged counts in any rule any more.
     live_until: Duration,
+    /// Asks sent whose answer was not read, reported as counted now.
+    pending: Vec<Pending>,
+    next_id: u64,
+}
+
+/// An ask sent whose answer this process has not read.
+#[derive(Debug)]
+struct Pending {
+    id: u64,
+    ask: Ask,
+    cost: u32,
+    /// `None` while its acquire waits for the answer. Once the acquire gave up on it (lost
+    /// connection, error, or dropped), the local time until which its grant, had there
+    /// been one, could still count.
+    until: Option<Duration>,
+}
+
+impl Pending {
+    fn live(&self, now: Duration, own: Option<u64>) -> bool {
+        Some(self.id) != own && self.until.is_none_or(|u| now < u)
+    }
 }
 
 impl PaceLog {
@@ -91,20 +125,18 @@ impl PaceLog {
         Self {
             windows: vec![WindowLog::default(); rules.windows.len()],
             spacings: vec![0; rules.spacings.len()],
-            live_until: Duration::ZERO,
+            ..Self::default()
         }
     }
 
     /// Logs a grant of `ask` (costing `cost`) made at `at_ms` on the server's clock, at
     /// `now` on this process's.
     pub fn record(&mut self, rules: &PacingArgs, ask: &Ask, cost: u32, at_ms: u64, now: Duration) {
-        let mut longest = 0;
         for (rule, log) in rules.windows.iter().zip(&mut self.windows) {
             let n = rule.amount(ask, cost);
             if n == 0 {
                 continue;
             }
-            longest = longest.max(rule.span_ms + rule.bucket_ms());
             let bucket = at_ms / rule.bucket_ms();
             if !rule.per_endpoint {
                 log.whole.get_or_insert_with(Ring::default).add(bucket, n);
@@ -128,36 +160,115 @@ impl PaceLog {
                 log.endpoints.insert(Arc::from(endpoint), ring);
             }
         }
-        for (&(selector, gap_ms), last) in rules.spacings.iter().zip(&mut self.spacings) {
+        for (&(selector, _), last) in rules.spacings.iter().zip(&mut self.spacings) {
             if crate::pacing::selects(selector, ask.kind) {
                 *last = (*last).max(at_ms);
-                longest = longest.max(gap_ms);
             }
         }
+        let longest = Self::life_ms(rules, ask, cost);
         if longest > 0 {
             self.live_until = self.live_until.max(now + Duration::from_millis(longest));
         }
     }
 
-    /// Whether some logged grant may still count in a rule at `now` (local clock): then a
-    /// rebuild needs this process's report.
-    pub fn due(&self, now: Duration) -> bool {
-        now < self.live_until
+    /// How long after a grant of `ask` it may still count in some rule, ms (0: none).
+    fn life_ms(rules: &PacingArgs, ask: &Ask, cost: u32) -> u64 {
+        let windows = rules
+            .windows
+            .iter()
+            .filter(|r| r.amount(ask, cost) > 0)
+            .map(|r| r.span_ms + r.bucket_ms());
+        let spacings = rules
+            .spacings
+            .iter()
+            .filter(|&&(selector, _)| crate::pacing::selects(selector, ask.kind))
+            .map(|&(_, gap_ms)| gap_ms);
+        windows.chain(spacings).max().unwrap_or(0)
+    }
+
+    /// Notes an ask about to be sent; its id is for [`settle`](Self::settle) or
+    /// [`give_up`](Self::give_up). Forgets asks given up on that can count no more.
+    fn send(&mut self, ask: &Ask, cost: u32, now: Duration) -> u64 {
+        self.pending.retain(|p| p.live(now, None));
+        self.next_id += 1;
+        self.pending.push(Pending {
+            id: self.next_id,
+            ask: ask.clone(),
+            cost,
+            until: None,
+        });
+        self.next_id
+    }
+
+    /// The answer to ask `id` was read: logs its grant, if any (server ms), in the same
+    /// step, so no report can miss it in between.
+    fn settle(&mut self, rules: &PacingArgs, id: u64, granted_ms: Option<u64>, now: Duration) {
+        let Some(i) = self.pending.iter().position(|p| p.id == id) else {
+            return;
+        };
+        let p = self.pending.swap_remove(i);
+        if let Some(at_ms) = granted_ms {
+            self.record(rules, &p.ask, p.cost, at_ms, now);
+        }
+    }
+
+    /// Ask `id`'s answer will never be read: it is reported as counted now for as long as a
+    /// grant made now could count.
+    fn give_up(&mut self, rules: &PacingArgs, id: u64, now: Duration) {
+        if let Some(p) = self.pending.iter_mut().find(|p| p.id == id) {
+            let life = Self::life_ms(rules, &p.ask, p.cost);
+            p.until = Some(now + Duration::from_millis(life));
+        }
+    }
+
+    /// Whether some logged grant, or some ask but `own` not answered, may still count in a
+    /// rule at `now` (local clock): then a rebuild needs this process's report.
+    pub fn due(&self, now: Duration, own: Option<u64>) -> bool {
+        now < self.live_until || self.pending.iter().any(|p| p.live(now, own))
     }
 
     /// The report `pacing_rebuild.lua` reads: the spacing rules' last grants, then per
-    /// window rule its rings.
-    pub fn report(&self) -> Vec<u8> {
+    /// window rule its rings. The asks not answered, but `own` (the ask this report is sent
+    /// for: it was not judged, and is asked again after the report), count at the merge's
+    /// own time.
+    pub fn report(&self, rules: &PacingArgs, own: Option<u64>, now: Duration) -> Vec<u8> {
+        let pending: Vec<&Pending> = self.pending.iter().filter(|p| p.live(now, own)).collect();
         let mut items = vec![Item::Int(self.spacings.len() as u64)];
-        items.extend(self.spacings.iter().map(|&ms| Item::Int(ms)));
+        for (&ms, &(selector, _)) in self.spacings.iter().zip(&rules.spacings) {
+            let asked = pending
+                .iter()
+                .any(|p| crate::pacing::selects(selector, p.ask.kind));
+            items.push(Item::Int(if asked { NOW_MS } else { ms }));
+        }
         items.push(Item::Int(self.windows.len() as u64));
-        for log in &self.windows {
+        let mut asked: Vec<(&str, Ring)> = Vec::new();
+        for (log, rule) in self.windows.iter().zip(&rules.windows) {
+            asked.clear();
+            for p in &pending {
+                let n = rule.amount(&p.ask, p.cost);
+                if n == 0 {
+                    continue;
+                }
+                let endpoint = match (rule.per_endpoint, p.ask.endpoint.as_deref()) {
+                    (true, Some(e)) => e,
+                    _ => "",
+                };
+                match asked.iter_mut().find(|(e, _)| *e == endpoint) {
+                    Some((_, ring)) => ring.add(NOW_BUCKET, n),
+                    None => {
+                        let mut ring = Ring::default();
+                        ring.add(NOW_BUCKET, n);
+                        asked.push((endpoint, ring));
+                    }
+                }
+            }
             let rings: Vec<(&str, &Ring)> = log
                 .whole
                 .iter()
                 .map(|r| ("", r))
                 .chain(log.endpoints.iter().map(|(e, r)| (&**e, r)))
                 .chain(log.overflow.iter().map(|r| (OVERFLOW, r)))
+                .chain(asked.iter().map(|(e, r)| (*e, r)))
                 .collect();
             items.push(Item::Int(rings.len() as u64));
             for (endpoint, ring) in rings {
@@ -166,6 +277,55 @@ impl PaceLog {
             }
         }
         pack(&items)
+    }
+}
+
+/// An acquire's ask while its answer is not read (see the module docs). Settle it with the
+/// answer; dropped unsettled (the call failed, or the acquire was dropped), it is given up.
+pub(crate) struct PendingAsk<'a> {
+    log: &'a Mutex<PaceLog>,
+    rules: &'a PacingArgs,
+    clock: &'a dyn Clock,
+    id: u64,
+    settled: bool,
+}
+
+impl<'a> PendingAsk<'a> {
+    pub fn send(
+        log: &'a Mutex<PaceLog>,
+        rules: &'a PacingArgs,
+        clock: &'a dyn Clock,
+        ask: &Ask,
+        cost: u32,
+    ) -> Self {
+        let id = log.lock().send(ask, cost, clock.now());
+        Self {
+            log,
+            rules,
+            clock,
+            id,
+            settled: false,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The answer was read: granted at `granted_ms` (server ms), or refused (`None`).
+    pub fn settle(mut self, granted_ms: Option<u64>) {
+        self.settled = true;
+        let now = self.clock.now();
+        self.log.lock().settle(self.rules, self.id, granted_ms, now);
+    }
+}
+
+impl Drop for PendingAsk<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            let now = self.clock.now();
+            self.log.lock().give_up(self.rules, self.id, now);
+        }
     }
 }
 
@@ -250,14 +410,14 @@ mod tests {
     fn g7_g8_a_grant_is_logged_in_the_buckets_of_the_rules_that_count_it() {
         let a = rules();
         let mut log = PaceLog::new(&a);
-        assert!(!log.due(Duration::ZERO), "nothing logged");
+        assert!(!log.due(Duration::ZERO, None), "nothing logged");
         // Bucket width 100 ms (span 1 s / 10). A create on /x at 1 234 ms: bucket 12.
         let create = Request::create().with_endpoint("/x");
         log.record(&a, &ask(&create, &a), 1, 1_234, Duration::from_secs(5));
         // A read: not a create, not a write; 1 point on /x, bucket 13.
         let read = Request::read().with_endpoint("/x");
         log.record(&a, &ask(&read, &a), 1, 1_300, Duration::from_secs(5));
-        let r = unpack(&log.report());
+        let r = unpack(&log.report(&a, None, Duration::ZERO));
         let zeros = |n| vec!["0".to_owned(); n];
         let mut want = vec!["1".to_owned(), "1234".to_owned(), "2".to_owned()];
         // creates: one ring, top 12, buckets 2..=12.
@@ -270,8 +430,8 @@ mod tests {
         want.extend(["5", "1"].map(String::from));
         assert_eq!(r, want);
         // Due while the longest span (1 s + a bucket) may still count it.
-        assert!(log.due(Duration::from_millis(6_099)));
-        assert!(!log.due(Duration::from_millis(6_100)));
+        assert!(log.due(Duration::from_millis(6_099), None));
+        assert!(!log.due(Duration::from_millis(6_100), None));
     }
 
     #[test]
@@ -304,10 +464,83 @@ mod tests {
             log.windows[1].overflow.as_ref().map(|r| r.counts[10]),
             Some(1)
         );
-        assert!(unpack(&log.report()).contains(&"'\u{1}'".to_owned()));
+        assert!(unpack(&log.report(&a, None, Duration::ZERO)).contains(&"'\u{1}'".to_owned()));
         // Once the logged endpoints are idle, a new one gets its own ring again.
         let r = Request::read().with_endpoint("/late");
         log.record(&a, &ask(&r, &a), 1, 10_000, Duration::ZERO);
         assert_eq!(log.windows[1].endpoints.len(), 1);
+    }
+
+    /// The report of a log with no grants but the asks not answered.
+    fn pending_report(log: &PaceLog, a: &PacingArgs, own: Option<u64>, now: u64) -> Vec<String> {
+        unpack(&log.report(a, own, Duration::from_millis(now)))
+    }
+
+    #[test]
+    fn g7_g8_an_ask_not_answered_is_reported_as_counted_at_the_merge_but_the_one_reporting() {
+        let a = rules();
+        let mut log = PaceLog::new(&a);
+        let create = ask(&Request::create().with_endpoint("/x"), &a);
+        let read = ask(&Request::read().with_endpoint("/y"), &a);
+        let c = log.send(&create, 1, Duration::ZERO);
+        let r = log.send(&read, 1, Duration::ZERO);
+        assert!(
+            log.due(Duration::ZERO, Some(r)),
+            "the create is not answered"
+        );
+        let zeros = |n| vec!["0".to_owned(); n];
+        // Reported for the read: the create counts now (1 in the spacing, top 0 in a ring).
+        let mut want = vec!["1".to_owned(), "1".to_owned(), "2".to_owned()];
+        want.extend(["1", "''", "0"].map(String::from));
+        want.extend(zeros(10));
+        want.push("1".into());
+        want.extend(["1", "'/x'", "0"].map(String::from));
+        want.extend(zeros(10));
+        want.push(create.points.to_string());
+        assert_eq!(pending_report(&log, &a, Some(r), 0), want);
+        // Reported for the create: the read counts in the points rule only, on its endpoint.
+        let mut want = vec![
+            "1".to_owned(),
+            "0".to_owned(),
+            "2".to_owned(),
+            "0".to_owned(),
+        ];
+        want.extend(["1", "'/y'", "0"].map(String::from));
+        want.extend(zeros(10));
+        want.push("1".into());
+        assert_eq!(pending_report(&log, &a, Some(c), 0), want);
+        // Answered, the create is a logged grant at its server time; the read, refused,
+        // counts nowhere.
+        log.settle(&a, c, Some(1_234), Duration::ZERO);
+        log.settle(&a, r, None, Duration::ZERO);
+        let mut logged = PaceLog::new(&a);
+        logged.record(&a, &create, 1, 1_234, Duration::ZERO);
+        assert_eq!(
+            pending_report(&log, &a, None, 0),
+            pending_report(&logged, &a, None, 0)
+        );
+    }
+
+    #[test]
+    fn g7_g8_an_ask_given_up_on_counts_as_long_as_a_grant_made_then_could() {
+        let a = rules();
+        let mut log = PaceLog::new(&a);
+        let create = ask(&Request::create().with_endpoint("/x"), &a);
+        let c = log.send(&create, 1, Duration::ZERO);
+        // Given up at 5 s: the longest rule (1 s + a 100 ms bucket) could count it to 6.1 s.
+        log.give_up(&a, c, Duration::from_secs(5));
+        assert!(log.due(Duration::from_millis(6_099), None));
+        assert_ne!(
+            pending_report(&log, &a, None, 6_099),
+            pending_report(&PaceLog::new(&a), &a, None, 6_099)
+        );
+        assert!(!log.due(Duration::from_millis(6_100), None));
+        assert_eq!(
+            pending_report(&log, &a, None, 6_100),
+            pending_report(&PaceLog::new(&a), &a, None, 6_100)
+        );
+        // The next ask sent forgets it.
+        log.send(&create, 1, Duration::from_millis(6_100));
+        assert_eq!(log.pending.len(), 1);
     }
 }

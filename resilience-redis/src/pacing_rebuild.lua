@@ -14,7 +14,9 @@
 -- selected grant of each (server ms, 0 none); the number of window rules, then per rule the
 -- number of its rings, then per ring: its endpoint ('' for a rule not per endpoint;
 -- OVERFLOW for the process's own overflow ring, counted against every endpoint), its newest
--- bucket number, and the NB + 1 counts of buckets newest - NB .. newest.
+-- bucket number, and the NB + 1 counts of buckets newest - NB .. newest. A last grant of 1
+-- and a newest bucket 0 (never real) mean this script's now: asks whose answer the process
+-- had not read when it reported; their grants, if any, were made before now.
 
 -- Whether the caller holds a lease of a state Redis has since lost, and none of this one.
 local function lost_lease()
@@ -76,6 +78,7 @@ local function pace_merge(rules, log)
     i = i + 3
     keep_ms = math.max(keep_ms, gap)
     local last = tonumber(L[j + n]) or 0
+    if last == 1 then last = now end
     local f = 's' .. SEP .. name
     if last > 0 and last + gap > now
         and last > (tonumber(redis.call('HGET', K_P, f)) or 0) then
@@ -95,6 +98,7 @@ local function pace_merge(rules, log)
     j = j + 1
     for _ = 1, L[j] do
       local ep, top, at = L[j + 1], L[j + 2], j + 3
+      if top == 0 then top = b end
       j = j + 3 + NB
       if top + NB >= b then
         -- The rings the counts go to: the rule's one ring; the endpoint's (its own, or the

@@ -320,7 +320,13 @@ impl Inner {
                 }
                 NextStep::Report => {}
             }
-            let log = res.pace_log.as_ref().map(|l| l.lock().report());
+            let own = op.pending();
+            let now = self.clock.now();
+            let log = res
+                .pace_log
+                .as_ref()
+                .zip(res.fixed.pacing.as_deref())
+                .map(|(l, rules)| l.lock().report(rules, own, now));
             let report = Op::PaceReport {
                 log: log.unwrap_or_default(),
             };
@@ -337,7 +343,10 @@ impl Inner {
         of: Option<LeaseId>,
     ) -> Result<Reply, CallError> {
         let now = self.clock.now();
-        let pace_due = res.pace_log.as_ref().is_some_and(|l| l.lock().due(now));
+        let pace_due = res
+            .pace_log
+            .as_ref()
+            .is_some_and(|l| l.lock().due(now, op.pending()));
         let (view, report, stale, seq) = {
             let mut l = res.local.lock();
             let stale = of.filter(|x| x.epoch != l.epoch || x.state != l.state);

@@ -6,6 +6,7 @@ use crate::grant::{
     LinkState, QuotaDecision, QuotaGrant, QuotaSnapshot, QuotaWait, QuotaWaitReason, Settled,
 };
 use crate::local::{LeaseId, Local, OfflineRefusal};
+use crate::pace_log::PendingAsk;
 use crate::pacing::Ask;
 use crate::quota::{ms, CallError, Inner, ResState};
 use crate::script::{self, Op, Reply};
@@ -89,21 +90,31 @@ impl SharedQuota {
             });
         }
         let asked = self.inner.clock.now();
-        // Kept to log a grant against the shared rules (only a resource with them has a log).
-        let logged = self.state.pace_log.as_ref().map(|_| ask.clone());
+        // Noted until its answer is read, so a report made meanwhile counts it (pace_log.rs).
+        let pending = self
+            .state
+            .pace_log
+            .as_ref()
+            .zip(self.state.fixed.pacing.as_deref())
+            .map(|(log, rules)| PendingAsk::send(log, rules, &*self.inner.clock, &ask, cost));
         let op = Op::Acquire {
             cost,
             priority: priority as u8,
             ask,
+            pending: pending.as_ref().map(PendingAsk::id),
         };
         let mut decision = match self.inner.call(&self.state, op).await {
             Ok(r) => {
                 let decision = self.decision(&r, cost);
-                if let (Ok(QuotaDecision::Go(g)), Some(ask)) = (&decision, logged) {
-                    self.log_pacing(&ask, cost, g.granted_ms);
+                if let Some(p) = pending {
+                    p.settle(match &decision {
+                        Ok(QuotaDecision::Go(g)) => Some(g.granted_ms),
+                        _ => None,
+                    });
                 }
                 decision
             }
+            // A pending ask is given up on when dropped: the call may have been judged.
             Err(CallError::Server(e)) => Err(e),
             Err(CallError::Lost) => self.offline_acquire(cost),
         }?;
@@ -423,14 +434,6 @@ impl SharedQuota {
                 limit: r.limit,
             }),
             _ => Err(self.inner.server_error("unexpected script status")),
-        }
-    }
-
-    /// Logs what a grant counted in the shared rules, for a rebuild if Redis loses its data.
-    fn log_pacing(&self, ask: &Ask, cost: u32, granted_ms: u64) {
-        if let (Some(log), Some(rules)) = (&self.state.pace_log, &self.state.fixed.pacing) {
-            let now = self.inner.clock.now();
-            log.lock().record(rules, ask, cost, granted_ms, now);
         }
     }
 

@@ -32,7 +32,14 @@ pub(crate) fn script() -> &'static Script {
 pub(crate) enum Op {
     /// Acquire `cost` at a priority (index: 0 is P0); `ask` says what the shared rules need
     /// (sent only if the resource has them).
-    Acquire { cost: u32, priority: u8, ask: Ask },
+    Acquire {
+        cost: u32,
+        priority: u8,
+        ask: Ask,
+        /// The [`PendingAsk`](crate::pace_log::PendingAsk) of this ask (not sent): a report
+        /// asked for before it is judged leaves it out.
+        pending: Option<u64>,
+    },
     /// Renew the lease (rejoin, report offline spending, top the reservation up).
     Renew,
     /// Return a grant that was not used.
@@ -58,6 +65,16 @@ pub(crate) enum Op {
     /// After Redis lost its data: add what this process's grants counted in the shared rules
     /// (its [`PaceLog`](crate::pace_log::PaceLog) report) to their counts, then rejoin.
     PaceReport { log: Vec<u8> },
+}
+
+impl Op {
+    /// The pending ask of an acquire (see [`Op::Acquire`]).
+    pub fn pending(&self) -> Option<u64> {
+        match self {
+            Self::Acquire { pending, .. } => *pending,
+            _ => None,
+        }
+    }
 }
 
 /// A response as the script reads it.
@@ -337,6 +354,7 @@ pub(crate) async fn call(
             cost,
             priority,
             ask,
+            pending: _,
         } => {
             inv.arg(cost).arg(priority).arg(fixed.yield_ms);
             if let Some(rules) = rules {
