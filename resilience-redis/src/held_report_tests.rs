@@ -231,28 +231,106 @@ async fn ghost_refused(paced: &SharedQuota) -> (u64, crate::QuotaGrant, u64) {
     (epoch, grant, held)
 }
 
-/// What is held for a lease ended live and carried past an earlier reset comes back once
-/// that lease would have expired, even if its holder never calls again. Kept in the held
-/// hash (as it was), only its holder's next call settled it: gone, it stayed held until
-/// the window ended (an hour here).
+/// What is held for a lease ended live stays held past an earlier reset, and after that
+/// lease would have expired, until its holder reports: cut off until then, the holder
+/// stopped spending, but reports only after. Returned at the lease's expiry (as it was,
+/// review helper-39), the pool was whole again and the report found nothing to pay it from.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_a_carried_share_of_a_lease_ended_live_comes_back_without_its_holder() {
+async fn g7_g8_a_share_held_past_an_earlier_reset_waits_for_its_holders_report() {
     let Some(srv) = server::server() else { return };
-    let p = server::prefix("held-carry-gone");
+    let p = server::prefix("held-carry-late");
     let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
     let ttl = Duration::from_secs(4);
     let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
-    let (_, grant, held) = ghost_refused(&paced).await;
+    let (epoch, grant, held) = ghost_refused(&paced).await;
     let ended_at = std::time::Instant::now();
     let rolled = roll_early(&paced, grant).await;
     assert_eq!(rolled.held, held, "{rolled:?}");
-    // The ghost is never heard from again.
     while ended_at.elapsed() < ttl + Duration::from_millis(300) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let waiting = paced.snapshot().await.expect("p");
+    assert_eq!(waiting.held, held, "no report yet: {waiting:?}");
+    // The ghost is back: it spent all of it offline, after the real reset.
+    let g = ghost(&paced, 100, 1_000);
+    assert_eq!(
+        renew_as(&paced, &g, epoch, held).await,
+        script::PACED_ELSEWHERE
+    );
     let after = paced.snapshot().await.expect("p");
     assert_eq!(after.held, 0, "{after:?}");
-    assert_eq!(after.pool + after.reserved_total, after.limit, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        after.limit - held,
+        "what it spent counts in this window: {after:?}"
+    );
+}
+
+/// The same for a live lease's hold (degraded mode: all of its reservation) at a reset
+/// earlier than its holder was told: cut off, the holder spends it after the real reset, its
+/// lease expires, and it reports only after. Returned at the lease's expiry (as it was,
+/// carried with no holder named), the report found nothing to pay it from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_waits_for_its_holders_report() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-late");
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
+    let ttl = Duration::from_secs(6);
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
+    let g = ghost(&paced, 100, 1_000);
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
+    assert!(joined.reserved > 0, "{joined:?}");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    // The ghost is cut off until its lease has expired (and been reaped).
+    while joined_at.elapsed() < ttl + Duration::from_millis(300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let waiting = paced.snapshot().await.expect("p");
+    assert_eq!(waiting.held, joined.reserved, "no report yet: {waiting:?}");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, joined.reserved).await,
+        script::PACED_ELSEWHERE
+    );
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        after.limit - joined.reserved,
+        "what it spent counts in this window: {after:?}"
+    );
+}
+
+/// A live lease's hold past an earlier reset is settled by its holder's first report after
+/// the roll (the holder is back, and spends from its new reservation): what it spent is paid
+/// from it, the rest returns at once. Not settled there, it stayed held until the window
+/// ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_is_settled_by_its_next_report() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-back");
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, Duration::from_secs(8)).await;
+    let g = ghost(&paced, 100, 10);
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved >= 10, "{joined:?}");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, 10, "{rolled:?}");
+    // Back before its lease expired: it spent 3 of its hold after the real reset.
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, 3).await,
+        script::PACED_ELSEWHERE
+    );
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        after.limit - 3,
+        "{after:?}"
+    );
 }
 
 /// A share carried at a rejoin (the holder's ended lease may still be spent from until it

@@ -133,8 +133,10 @@
 //! For the same reason, when a window ends earlier than some process was told (another
 //! process read a reset header while it was cut off), what that process may spend unreported
 //! (its reservation in degraded mode, else the express allowance) is carried into the new
-//! window as held: its report is paid from it, and the rest returns to the pool once every
-//! such lease would have expired (at most one lease TTL after the reset).
+//! window as held, under that process's lease: its next report is paid from it, and the
+//! rest returns to the pool then. Not before: a process cut off until its lease expired
+//! stopped spending by then, but reports only once it is back. One that never comes back
+//! keeps it held until the window ends, as an expired degraded lease does.
 //!
 //! If Redis comes back *without its data* (no persistence, a failover to an empty replica),
 //! the first process that knew a live window rebuilds it conservatively: the lowest pool any

@@ -205,6 +205,21 @@ local function settle_report(l)
   l.reserved = l.reserved - cut
   s.reserved = s.reserved - cut
   s.ledger = s.ledger + cut
+  -- Held for this lease at a reset earlier than it was told (the roll, below): the report
+  -- is paid from it, and its holder, back, spends from its new reservation: the rest
+  -- returns. (A report of the lease still on its way is paid below, as any late one.)
+  if s.held > 0 then
+    local hk = node .. ':' .. d(l.epoch)
+    local h = tonumber(redis.call('HGET', K_H, hk))
+    if h then
+      local paid = math.min(h, spent_off - cut)
+      s.held, s.ledger = s.held - h, s.ledger + paid
+      s.pool = s.pool + h - paid
+      redis.call('HDEL', K_H, hk)
+      cut = cut + paid
+      publish()
+    end
+  end
   -- Spent past a reset it was not told of: from the share carried over for that.
   local carried = math.min(spent_off - cut, s.carry)
   s.carry, s.held = s.carry - carried, s.held - carried
@@ -279,9 +294,10 @@ end
 -- A new window: every reservation and held share belonged to the old one. But if the reset
 -- came earlier than some holder was told (a reset header moved it), that holder may go on
 -- spending what it may spend unreported (its hold: all of its reservation in degraded mode,
--- the express allowance) past the real reset, in this window: that much is carried over as
--- held, taken by its reports, and returned to the pool once every such lease would have
--- expired (a holder stops spending without Redis by then).
+-- the express allowance) past the real reset, in this window: that much stays held in
+-- this window, in the held hash under the holder's lease, until the holder's report
+-- settles it (`settle_report`, `take_held`) or the window ends. Not returned once the lease
+-- would have expired: a holder cut off until then stops spending, but reports only after.
 if s.reset_at > 0 and now >= s.reset_at then
   local moved = s.moved == 1
   -- What is carried now (a rejoin's, `take_held`) may still be spent past this reset too.
@@ -293,17 +309,16 @@ if s.reset_at > 0 and now >= s.reset_at then
   -- G4: the limit that started a cascade has cleared with the window.
   s.sm, s.cgood, s.cz = nil, nil, nil
   -- A lease ended live (refused: quota_ops.lua) may be spent from offline until it would
-  -- have expired, past the real reset too: its held share is carried as well (its holder's
-  -- report is paid from the carry: `take_held`), and returned with it, whether or not its
-  -- holder ever calls again.
+  -- have expired, past the real reset too: its held share is kept held in this window, in
+  -- the held hash, until its holder's report settles it (`take_held`). Not returned when
+  -- the lease would have expired: a holder cut off until then reports only after, and what
+  -- it spent would come on top of a whole pool.
+  local live = {}
   if moved then
     local hs = redis.call('HGETALL', K_H)
     for i = 1, #hs, 2 do
       local h, u = string.match(hs[i + 1], '^(%d+):(%d+)$')
-      if h and tonumber(u) > now then
-        s.carry = s.carry + tonumber(h)
-        s.carry_until = math.max(s.carry_until, tonumber(u))
-      end
+      if h and tonumber(u) > now then live[#live + 1] = {hs[i], tonumber(h), u} end
     end
   end
   redis.call('DEL', K_H, K_R)
@@ -313,8 +328,7 @@ if s.reset_at > 0 and now >= s.reset_at then
     if l then
       local c = math.min(l.hold, l.reserved)
       if moved and c > 0 and l.exp > now and l.win == s.win - 1 then
-        s.carry = s.carry + c
-        s.carry_until = math.max(s.carry_until, l.exp)
+        live[#live + 1] = {all[i] .. ':' .. d(l.epoch), c, nil}
       end
       l.reserved, l.win = 0, s.win
       redis.call('HSET', K_L, all[i], encode(l))
@@ -322,7 +336,15 @@ if s.reset_at > 0 and now >= s.reset_at then
   end
   s.carry = math.min(s.carry + owed, s.limit)
   s.carry_until = math.max(s.carry_until, owed_until)
-  s.pool, s.held = s.limit - s.carry, s.carry
+  local kept = 0
+  for _, e in ipairs(live) do
+    local h = math.min(e[2], s.limit - s.carry - kept)
+    if h > 0 then
+      redis.call('HSET', K_H, e[1], e[3] and (d(h) .. ':' .. e[3]) or d(h))
+      kept = kept + h
+    end
+  end
+  s.pool, s.held = s.limit - s.carry - kept, s.carry + kept
   publish()
 end
 if s.carry > 0 and now >= s.carry_until then
@@ -361,17 +383,7 @@ local fresh = 0
 local function take_held(rejoin)
   local hk = node .. ':' .. d(epoch)
   local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
-  if not h then
-    -- Carried past a reset earlier than its holder was told (the roll, above): its report
-    -- is paid from the carry, as a live lease's is (`settle_report`). Not a lost state's
-    -- lease (epoch 1): what it spent came from no share of this state.
-    local c = (epoch > 1) and math.min(s.carry, spent_off) or 0
-    if c > 0 then
-      s.carry, s.held, s.ledger = s.carry - c, s.held - c, s.ledger + c
-      fly(c)
-    end
-    return false
-  end
+  if not h then return false end
   h = tonumber(h)
   local spent = math.min(h, spent_off)
   s.held = s.held - spent
