@@ -2,8 +2,8 @@
 -- the one script, after pacing.lua). Without it they would restart from zero, and in the
 -- windows open at the loss the processes could together spend up to twice a rule's limit.
 --
--- A process whose grants may still count in a rule sends '1' with its acquires and renewals
--- (acq: ARGV 23, renew: ARGV 16). If its lease belongs to a state Redis has since lost, it is
+-- A process whose grants may still count in a rule sends '1' with its acquires, renewals
+-- and leaves (acq: ARGV 23, renew and leave: ARGV 16; a leave sends its log along). If its lease belongs to a state Redis has since lost, it is
 -- answered REPORT (status 4) before anything is judged or joined, and sends its log ('pm':
 -- ARGV 16 the rules, 17 the log), which is added to the counts before it rejoins. While
 -- the quota rebuilds, the pool stays closed until every process the first rejoiner knew has

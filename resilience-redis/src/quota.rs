@@ -352,7 +352,7 @@ impl Inner {
             let stale = of.filter(|x| x.epoch != l.epoch || x.state != l.state);
             let seq = l.next_call();
             let report = if stale.is_some() { 0 } else { l.take_report() };
-            if *op == Op::Leave && stale.is_none() {
+            if matches!(op, Op::Leave { .. }) && stale.is_none() {
                 l.leave_sent(generation);
             }
             let mut view = l.view(report);

@@ -224,6 +224,16 @@ elseif op == 'block' then
   block_to(now + block_ms)
   current_lease()
 elseif op == 'leave' then
+  -- With shared rules (ARGV 16 due, 17 the rules, 18 the log): a process owed a report of
+  -- lost counts leaves it, merged now. Gone unreported, it was only dropped from those the
+  -- rebuild waits for, and its grants were missing from the counts.
+  if #ARGV >= 21 and report_owed(ARGV[16] == '1') then
+    if not pace_merge(ARGV[17], ARGV[18]) then
+      return redis.error_reply('resilience-redis: a shared-rule report that does not match '
+        .. 'the rules sent with it (builds differ?)')
+    end
+    pace_reported(node)
+  end
   if current_lease() then
     lease.hold = 0
     retire(node, lease)

@@ -340,7 +340,14 @@ impl SharedQuota {
             l.start_leaving();
             l.lease()
         };
-        let settled = self.settle(lease, Op::Leave).await;
+        let now = self.inner.clock.now();
+        let log = (self.state.pace_log.as_ref())
+            .zip(self.state.fixed.pacing.as_deref())
+            .map(|(l, rules)| l.lock().report(rules, None, now));
+        let op = Op::Leave {
+            log: log.unwrap_or_default(),
+        };
+        let settled = self.settle(lease, op).await;
         if matches!(settled, Ok(Settled::Local)) {
             // Never sent (no connection): nothing was given up.
             self.state.local.lock().leave_unsent();

@@ -58,8 +58,10 @@ pub(crate) enum Op {
     Observe(ObserveArgs),
     /// G6: block the resource.
     Block { ms: u64 },
-    /// Give the lease (and reservation) back.
-    Leave,
+    /// Give the lease (and reservation) back. `log`: with shared rules, this process's
+    /// [`PaceLog`](crate::pace_log::PaceLog) report, merged first if the counts were lost
+    /// and not yet told of it (leaving unreported, its grants were missing from them).
+    Leave { log: Vec<u8> },
     /// Read the state.
     Snapshot,
     /// After Redis lost its data: add what this process's grants counted in the shared rules
@@ -317,7 +319,7 @@ pub(crate) async fn call(
 ) -> RedisResult<Option<Reply>> {
     let mut inv = script().prepare_invoke();
     let rules = match op {
-        Op::Acquire { .. } | Op::PaceReport { .. } => fixed.pacing.as_deref(),
+        Op::Acquire { .. } | Op::PaceReport { .. } | Op::Leave { .. } => fixed.pacing.as_deref(),
         _ => None,
     };
     let keys = if rules.is_some() { 7 } else { 5 };
@@ -330,7 +332,7 @@ pub(crate) async fn call(
         Op::Release { .. } => "rel",
         Op::Observe(_) => "obs",
         Op::Block { .. } => "block",
-        Op::Leave => "leave",
+        Op::Leave { .. } => "leave",
         Op::Snapshot => "snap",
         Op::PaceReport { .. } => "pm",
     };
@@ -421,7 +423,14 @@ pub(crate) async fn call(
         Op::Block { ms } => {
             inv.arg(ms);
         }
-        Op::Leave | Op::Snapshot => {}
+        Op::Leave { log } => {
+            if let Some(rules) = rules {
+                inv.arg(u8::from(view.pace_due))
+                    .arg(&rules.packed[..])
+                    .arg(&log[..]);
+            }
+        }
+        Op::Snapshot => {}
     }
     // Last, whatever the op: the script reads them as `ARGV[#ARGV - 2]` to `ARGV[#ARGV]`.
     inv.arg(view.state).arg(fixed.slot_ms).arg(fixed.keep);

@@ -7,7 +7,7 @@ mod common;
 
 use common::node::{cfg, go, MS};
 use common::pacing::{
-    client, create, creates_per_minute, evict, full_for_the_minute, paced, refused,
+    client, create, creates_per_minute, evict, full_for_the_minute, granted, paced, refused,
 };
 use common::server::{prefix, server};
 use resilience_core::governor::{Priority, Request};
@@ -77,6 +77,26 @@ async fn g7_g8_a_process_that_left_reports_its_grants_when_it_comes_back_after_a
     // a back (first: an ask of b before a's report is judged without a's 10).
     full_for_the_minute(&[&a]).await;
     full_for_the_minute(&[&b]).await;
+}
+
+/// A process owed a report that leaves while the rebuild waits for it leaves its log with
+/// the lease. Before (review helper-39), the leave only dropped it from the processes the
+/// rebuild waits for: the gate ended without its 8 creations, and a created 10 more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_process_leaving_during_the_rebuild_of_evicted_counts_leaves_its_report() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-leaving");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    create(&b, 8).await;
+    evict(&srv, &p);
+    // a sees the loss (it has nothing to report); the rebuild waits for b.
+    let w = refused(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    b.leave().await.expect("leave");
+    granted(&a, &Request::create()).await;
+    granted(&a, &Request::create()).await;
+    full_for_the_minute(&[&a]).await;
 }
 
 /// Counts evicted again while the first eviction's rebuild waits for reports (a merge wrote
