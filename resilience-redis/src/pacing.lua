@@ -133,7 +133,9 @@ local function pace_counts_lost(caller_due)
     -- Its lease (maybe made by this call) lasts until then.
     last = math.max(last, now + ttl)
   end
-  s.pl, s.pl_until = owed, last
+  -- Never past the lost counts' own expiry: by then nothing of them counts any more, and a
+  -- silent owed holder would refuse every selected ask for nothing.
+  s.pl, s.pl_until = owed, math.min(last, s.paced_until)
   s.pr, s.pr_until = {}, s.paced_until
   -- `k` too (the longest a count lives): lost, an ask no rule selects would set the new
   -- hash to expire within its own short keep, before the counts merged into it.

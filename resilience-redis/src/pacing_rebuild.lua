@@ -140,8 +140,10 @@ local function pace_merge(rules, log)
     end
   end
   keep_ms = math.max(keep_ms, tonumber(redis.call('HGET', K_P, 'k')) or 0)
-  -- Never earlier than a grant counted before still counts (a process with longer rules).
-  local until_ = math.max(now + keep_ms, s.paced_until or 0)
+  -- Never earlier than a grant counted before still counts (a process with longer rules),
+  -- nor than the counts were set to live (a merge never shortens their life).
+  local until_ = math.max(now + keep_ms, s.paced_until or 0,
+    tonumber(redis.call('HGET', K_P, 'x')) or 0)
   out[#out + 1] = 'k'
   out[#out + 1] = d(keep_ms)
   out[#out + 1] = 'x'

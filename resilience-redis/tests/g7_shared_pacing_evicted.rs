@@ -10,8 +10,10 @@ use common::pacing::{
     client, create, creates_per_minute, evict, full_for_the_minute, granted, paced, refused,
 };
 use common::server::{prefix, server};
-use resilience_core::governor::{Priority, Request};
-use resilience_redis::{QuotaSpec, QuotaWaitReason, RedisQuota, SharedQuota, WaitPolicy};
+use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
+use resilience_redis::{
+    QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, SharedQuota, WaitPolicy,
+};
 use std::time::{Duration, Instant};
 
 /// The rule counts and their index are the only keys with an expiry, so a `volatile-*`
@@ -161,6 +163,55 @@ async fn g7_g8_the_rebuild_waits_as_long_as_the_leases_of_the_processes_owing_a_
     assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
 }
 
+/// The rebuild's wait for a silent process owing a report ends when the lost counts would
+/// have expired, not when its lease would have: by then nothing it could report counts.
+/// Before (review helper-39), every selected ask waited out the lease (two minutes here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_rebuild_waits_no_longer_than_the_lost_counts_would_have_lived() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-brief");
+    let brief = Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            MS(500),
+        )],
+        ..Pacing::default()
+    };
+    let pd = common::proxy::Proxy::start(&srv.url).await;
+    let rd = RedisQuota::connect(
+        cfg(&pd.url, &p, "d")
+            .reserve_share_permille(0)
+            .lease_ttl(Duration::from_secs(120)),
+    )
+    .await
+    .expect("connect d");
+    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(brief.clone());
+    let d = rd.resource("core", spec).await.expect("d");
+    let (_ra, a) = client(&srv.url, &p, "a", &brief).await;
+    create(&d, 10).await;
+    pd.cut();
+    evict(&srv, &p);
+    let w = refused(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    let t = Instant::now();
+    loop {
+        match a
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await
+            .expect("ask")
+        {
+            QuotaDecision::Go(_) => break,
+            QuotaDecision::Wait(w) => {
+                assert!(t.elapsed() < Duration::from_secs(5), "still refused: {w:?}");
+                tokio::time::sleep(MS(50)).await;
+            }
+        }
+    }
+}
+
 /// A node under the creations rule that polls once a minute: woken in seconds, it was
 /// woken by a publish.
 async fn slow_poller(url: &str, p: &str, node: &str) -> (RedisQuota, SharedQuota) {
@@ -283,9 +334,40 @@ async fn g7_g8_counts_found_evicted_by_an_unselected_ask_keep_their_longest_life
         .try_acquire_request(&Request::read(), Priority::P1)
         .await
         .expect("c's read"));
-    let ttl = srv.cmd(&format!("PTTL {{{p}:core}}:p")).unwrap_or_default();
-    let ms: i64 = ttl.trim().trim_start_matches(':').parse().expect("PTTL");
+    let ms = counts_ttl_ms(&srv, &p);
     assert!(ms > 50_000, "the counts expire in {ms} ms");
+}
+
+/// When the rule counts under prefix `p` expire, ms from now.
+fn counts_ttl_ms(srv: &common::server::RedisServer, p: &str) -> i64 {
+    let ttl = srv.cmd(&format!("PTTL {{{p}:core}}:p")).unwrap_or_default();
+    ttl.trim().trim_start_matches(':').parse().expect("PTTL")
+}
+
+/// A report merged late (a process that left before the eviction, back) never shortens
+/// the counts' life: a grant after the rebuild set them to live 1.5 times the rule's keep
+/// (99 s here), and the merge set them to its keep (66 s) before (review helper-39).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_late_report_never_shortens_the_life_of_the_counts() {
+    let Some(srv) = server() else { return };
+    let p = prefix("pace-evicted-late");
+    let (_ra, a) = client(&srv.url, &p, "a", &creates_per_minute()).await;
+    let (_rb, b) = client(&srv.url, &p, "b", &creates_per_minute()).await;
+    create(&b, 3).await;
+    b.leave().await.expect("leave");
+    evict(&srv, &p);
+    let w = refused(&a, &Request::create()).await;
+    assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+    granted(&a, &Request::create()).await;
+    let before = counts_ttl_ms(&srv, &p);
+    assert!(before > 90_000, "the counts expire in {before} ms");
+    // b back: its report is merged before its creation is judged.
+    create(&b, 1).await;
+    let after = counts_ttl_ms(&srv, &p);
+    assert!(
+        after > 90_000,
+        "the counts expire in {after} ms, not {before}"
+    );
 }
 
 /// The last process owed a report leaving (or reaped, or refused) ends the rebuild's gate
