@@ -238,6 +238,8 @@ mod pace_pending_tests;
 mod pace_rebuild_skew_tests;
 mod pacing;
 mod quota;
+#[cfg(test)]
+mod rebuild_rejoin_tests;
 mod resource;
 mod script;
 mod tasks;

@@ -421,8 +421,10 @@ local function join()
     if l then retire(node, l) end
     local adopt = 0
     if epoch > 0 then
+      -- Only a lease of the lost state rebuilds or rejoins a rebuild: one of this state that
+      -- expired had its reservation returned here (keeping it again would count it twice).
       if not take_held(true) and v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
-          and (s.rebuilt == s.win or (epoch < s.born * 1000 and s.win == s.born * 1000)) then
+          and epoch < s.born * 1000 and (s.rebuilt == s.win or s.win == s.born * 1000) then
         if s.rebuilt ~= s.win then
           -- A lease of a state Redis has lost, and a view of a live window, while the state
           -- that replaced it was made by a node that knew none (it joined before the

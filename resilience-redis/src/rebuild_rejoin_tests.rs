@@ -1,0 +1,99 @@
+//! G7, crate-internal: after Redis lost its data and a window was rebuilt, a process of the
+//! *new* state whose lease expired comes back. Its calls are sent as its process would,
+//! which needs the script's own call; the server is a real, throwaway `redis-server`.
+
+use crate::script::{self, Op, Reply, View};
+use crate::test_server as server;
+use crate::{QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota};
+use resilience_core::governor::Priority;
+use std::time::Duration;
+
+const TTL: Duration = Duration::from_millis(1_500);
+
+async fn node(url: &str, p: &str, name: &str, share: u32) -> (RedisQuota, SharedQuota) {
+    let cfg = RedisQuotaConfig::new(url)
+        .prefix(p)
+        .node(name)
+        .timeouts(Duration::from_millis(500), Duration::from_millis(300))
+        .lease_ttl(TTL)
+        .reserve_share_permille(share);
+    let r = RedisQuota::connect(cfg).await.expect("connect");
+    let q = r
+        .resource("core", QuotaSpec::new(1_000, Duration::from_secs(3_600)))
+        .await
+        .expect("resource");
+    (r, q)
+}
+
+/// A renewal by `fixed`'s process, on `carrier`'s connection, with the view `view`.
+async fn renew(carrier: &SharedQuota, fixed: &script::Fixed, view: &View) -> Reply {
+    let (mut conn, _) = carrier.inner.link.current().expect("connected");
+    script::call(&mut conn, fixed, view, &Op::Renew)
+        .await
+        .expect("call")
+        .expect("reply")
+}
+
+/// What the state accounts for: the pool, every reservation and what is held.
+async fn accounted(q: &SharedQuota) -> u64 {
+    let s = q.snapshot().await.expect("snapshot");
+    s.pool + s.reserved_total + s.held
+}
+
+/// Its reservation went back to the pool when its lease was reaped; the window's rebuild
+/// (for processes holding a lease of the lost state) let it keep that reservation again, on
+/// top of the pool, once others had spent from it: 100 counted twice here (review
+/// helper-39's lead). It only rejoins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_lease_of_the_rebuilt_state_expired_rejoins_without_its_old_reservation() {
+    let Some(srv) = server::server() else { return };
+    if !srv.owned() {
+        return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = server::prefix("rebuilt-expired");
+    let (_ra, a) = node(&srv.url, &p, "a", 0).await;
+    let _anchor = a.acquire(1, Priority::P1).await.expect("anchor");
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    // a's lease is of the lost state: the window is rebuilt from its view.
+    a.renew().await.expect("rebuilt");
+    let rebuilt = a.snapshot().await.expect("snapshot");
+    assert_eq!(rebuilt.pool, 999, "{rebuilt:?}");
+    // Process g joins the new state with a reservation, then is cut off.
+    let mut g = a.state.fixed.clone();
+    g.node = "g".into();
+    g.share_permille = 500;
+    // Fail-closed, no express lane: nothing is held for it when its lease is reaped.
+    g.hold = 0;
+    g.keep = 0;
+    let state = a.state.local.lock().state;
+    let joined = renew(
+        &a,
+        &g,
+        &View {
+            state,
+            ..View::default()
+        },
+    )
+    .await;
+    assert!(joined.reserved > 100, "{joined:?}");
+    tokio::time::sleep(TTL + Duration::from_millis(300)).await;
+    let reaped = accounted(&a).await;
+    // Others spend 100 from the pool meanwhile.
+    let spent = a.acquire(100, Priority::P1).await.expect("spend");
+    assert!(!spent.from_reserve(), "{spent:?}");
+    let before = accounted(&a).await;
+    assert_eq!(before, reaped - 100);
+    // g is back, with the view it last had.
+    let view = View {
+        epoch: joined.epoch,
+        reset_at_ms: joined.reset_at_ms,
+        pool: joined.pool,
+        members: joined.members,
+        local_reserved: joined.reserved,
+        state: joined.state,
+        ..View::default()
+    };
+    let back = renew(&a, &g, &view).await;
+    assert_ne!(back.epoch, joined.epoch, "a new lease: {back:?}");
+    assert_eq!(accounted(&a).await, before, "nothing counted twice");
+}
