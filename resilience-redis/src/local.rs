@@ -228,6 +228,12 @@ impl Local {
             self.server_reserved = r.reserved;
         }
         if r.ops > self.ops {
+            // Under a lease lost with its state, a reply naming none of the new state (a
+            // snapshot, a block) leaves the lost state's reset, pool and members in the view:
+            // this process's rejoin rebuilds the window from them. Replaced by the new
+            // state's own numbers, the rebuild took those for the newest view (review
+            // helper-38: a pool of 1000 against the 100 this process had read).
+            let lost_view = self.epoch == LOST_LEASE && r.epoch == 0;
             if r.epoch != 0 && r.epoch != self.epoch {
                 self.lease_until = Duration::ZERO;
                 self.epoch = r.epoch;
@@ -252,9 +258,11 @@ impl Local {
             };
             self.limit = r.limit;
             self.window_ms = r.window_ms;
-            self.reset_at_ms = r.reset_at_ms;
-            self.pool = r.pool;
-            self.members = r.members;
+            if !lost_view {
+                self.reset_at_ms = r.reset_at_ms;
+                self.pool = r.pool;
+                self.members = r.members;
+            }
             self.held = r.held;
             self.reserved_total = r.reserved_total;
             let to_reset = if r.reset_at_ms > 0 {

@@ -84,10 +84,22 @@ fn g7_a_late_reply_of_the_replaced_state_is_ignored() {
 #[test]
 fn g7_a_lease_of_the_lost_state_is_named_as_lost_until_a_new_one() {
     let mut l = holding_a_lease_of_a();
-    // A reply of the new state that names no lease (a snapshot).
-    l.apply(&reply(B, 100, 0, 0, 30), call(2, A, 9_000), 0, MARGIN);
+    // A reply of the new state that names no lease (a snapshot), made whole by a process
+    // that knew nothing of A (its own reset, one member).
+    let snapshot = Reply {
+        reset_at_ms: 1_060_000,
+        members: 1,
+        ..reply(B, 100, 0, 0, 100)
+    };
+    let known = (l.view(0).reset_at_ms, l.view(0).pool, l.view(0).members);
+    l.apply(&snapshot, call(2, A, 9_000), 0, MARGIN);
     let v = l.view(0);
     assert_eq!((v.state, v.epoch), (B, LOST_LEASE), "{v:?}");
+    assert_eq!(
+        (v.reset_at_ms, v.pool, v.members),
+        known,
+        "the rejoin rebuilds from what was known of A"
+    );
     assert_eq!(
         l.reserved(),
         0,
@@ -98,7 +110,7 @@ fn g7_a_lease_of_the_lost_state_is_named_as_lost_until_a_new_one() {
         Err(OfflineRefusal::NoShare)
     );
     l.apply(&reply(B, 101, 90, 5, 29), call(3, B, LOST_LEASE), 0, MARGIN);
-    assert_eq!((l.view(0).epoch, l.reserved()), (90, 5));
+    assert_eq!((l.view(0).epoch, l.reserved(), l.view(0).pool), (90, 5, 29));
 }
 
 #[test]
