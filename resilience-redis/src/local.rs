@@ -56,6 +56,10 @@ pub(crate) struct Local {
     /// lost its data) may count from lower numbers, if its host's clock is behind.
     pub state: u64,
     state_call: u64,
+    /// The states this process has seen replaced (the latest few): a state Redis replaced
+    /// never comes back, so a reply of one is late, whatever its call's number (calls are
+    /// numbered before they are written, and a connection may outlive a data loss).
+    replaced: [u64; 4],
     /// Calls sent so far (`Timing::seq`).
     calls: u64,
     pub limit: u64,
@@ -170,10 +174,10 @@ impl Local {
         // The server settled the report, whatever order replies arrive in.
         self.reporting = self.reporting.saturating_sub(reported);
         if r.state != self.state {
-            if self.state != 0 && t.seq < self.state_call {
-                // From a state replaced before this call's reply came: a call sent before
-                // the one that brought the newest state (calls on one connection run in the
-                // order sent; a connection closes before the next opens).
+            if self.replaced.contains(&r.state) || (self.state != 0 && t.seq < self.state_call) {
+                // From a state replaced before this call's reply came: one seen replaced, or
+                // one never seen, by a call sent before the one that brought the newest
+                // state (older than it, then).
                 return;
             }
             self.new_state(r.state, t.seq);
@@ -307,6 +311,10 @@ impl Local {
             self.epoch = LOST_LEASE;
             self.server_reserved = 0;
             self.lease_until = Duration::ZERO;
+        }
+        if self.state != 0 {
+            self.replaced.rotate_right(1);
+            self.replaced[0] = self.state;
         }
         self.state = state;
         self.state_call = call;

@@ -81,6 +81,23 @@ fn g7_a_late_reply_of_the_replaced_state_is_ignored() {
     assert_eq!((l.pool, l.reserved()), (29, 4));
 }
 
+/// Calls are numbered before they are written, and a connection may outlive a data loss:
+/// a reply of the lost state may come from a call numbered after the one that brought the
+/// new state. Taken (review helper-38), it switched the process back to a lease of a state
+/// that no longer exists, its reservation included.
+#[test]
+fn g7_a_state_seen_replaced_never_comes_back_whatever_the_calls_number() {
+    let mut l = holding_a_lease_of_a();
+    l.apply(&reply(B, 100, 90, 5, 30), call(2, A, 9_000), 0, MARGIN);
+    l.apply(
+        &reply(A, 20_000, 9_000, 50, 99),
+        call(3, A, 9_000),
+        0,
+        MARGIN,
+    );
+    assert_eq!((l.state, l.epoch, l.reserved()), (B, 90, 5));
+}
+
 #[test]
 fn g7_a_lease_of_the_lost_state_is_named_as_lost_until_a_new_one() {
     let mut l = holding_a_lease_of_a();

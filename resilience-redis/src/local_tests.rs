@@ -408,6 +408,7 @@ fn g7_fenced_or_new_epoch_drops_the_old_reservation() {
     l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
     let fenced = Reply {
         status: crate::script::FENCED,
+        state: STATE,
         ..Reply::default()
     };
     l.apply(&fenced, at(&clock, 1), 0, MARGIN);
