@@ -177,7 +177,9 @@ impl Local {
             if self.replaced.contains(&r.state) || (self.state != 0 && t.seq < self.state_call) {
                 // From a state replaced before this call's reply came: one seen replaced, or
                 // one never seen, by a call sent before the one that brought the newest
-                // state (older than it, then).
+                // state (older than it, then). The state that settled its report is lost:
+                // reported again (twice only makes the server hold less for us).
+                self.offline_unreported += reported;
                 return;
             }
             self.new_state(r.state, t.seq);

@@ -98,6 +98,21 @@ fn g7_a_state_seen_replaced_never_comes_back_whatever_the_calls_number() {
     assert_eq!((l.state, l.epoch, l.reserved()), (B, 90, 5));
 }
 
+/// A report settled by a state that was lost is reported again to the new one. Forgotten
+/// with the dropped reply (review helper-38), the new state never counted it.
+#[test]
+fn g7_the_report_of_a_dropped_reply_of_a_lost_state_is_reported_again() {
+    let mut l = holding_a_lease_of_a();
+    l.apply(&reply(B, 100, 90, 5, 30), call(3, A, 9_000), 0, MARGIN);
+    l.apply(
+        &reply(A, 20_000, 9_000, 20, 99),
+        call(2, A, 9_000),
+        3,
+        MARGIN,
+    );
+    assert_eq!(l.take_report(), 3);
+}
+
 #[test]
 fn g7_a_lease_of_the_lost_state_is_named_as_lost_until_a_new_one() {
     let mut l = holding_a_lease_of_a();
