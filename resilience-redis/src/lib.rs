@@ -162,6 +162,11 @@
 //! pool, until the reset the process knew as read on the new clock (later than upstream's, so
 //! only ever more careful), or until a response's reset header moves it.
 //!
+//! A state that *rolled back* keeps its id: a failover to a replica that missed the last
+//! writes, or a restore of an older copy. Every call also names the counter of the newest
+//! reply it had; a state behind it is older than what was granted since, and is lost as a
+//! whole and rebuilt from the processes' views, as after a data loss.
+//!
 //! Give Redis the `noeviction` maxmemory policy (its default). The rule counts are the only
 //! keys this crate gives an expiry, so a `volatile-*` policy can evict them alone: that is
 //! seen at the next acquire with rules, and they are rebuilt from the processes' reports

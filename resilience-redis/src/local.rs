@@ -147,6 +147,7 @@ impl Local {
             offline_spent: report,
             local_reserved: self.reserved(),
             pace_due: false,
+            ops: self.ops,
         }
     }
 

@@ -3,8 +3,9 @@
 -- windows open at the loss the processes could together spend up to twice a rule's limit.
 --
 -- A process whose grants may still count in a rule sends '1' with its acquires, renewals
--- and leaves (acq: ARGV 23, renew and leave: ARGV 16; a leave sends its log along). If its lease belongs to a state Redis has since lost, it is
--- answered REPORT (status 4) before anything is judged or joined, and sends its log ('pm':
+-- and leaves (acq: ARGV 23, renew and leave: ARGV 16; a leave sends its log along). If its
+-- lease belongs to a state Redis has since lost, it is answered REPORT (status 4) before
+-- anything is judged or joined, and sends its log ('pm':
 -- ARGV 16 the rules, 17 the log), which is added to the counts before it rejoins. While
 -- the quota rebuilds, the pool stays closed until every process the first rejoiner knew has
 -- rejoined (quota.lua), and each rejoins only through its report: the counts hold every

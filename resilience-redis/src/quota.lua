@@ -12,10 +12,11 @@
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
 -- flight, cost, slot, backoff (0 none, 1 a secondary limit without retry-after: block ms is
 -- the first block of a run, 2 a good response), backoff cap ms);
--- third to last (ARGV[#ARGV - 2]) the id of the state the caller's newest reply came from
--- (0: none yet), second to last (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter
--- of the call bound; only a new state takes it), last (ARGV[#ARGV]) keep, the node's express
--- allowance (the most its lane may have spent without reporting).
+-- fourth to last (ARGV[#ARGV - 3]) the counter (`ops`) of the caller's newest reply, third
+-- to last (ARGV[#ARGV - 2]) the id of the state it came from (0: none yet), second to last
+-- (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call bound; only a new
+-- state takes it), last (ARGV[#ARGV]) keep, the node's express allowance (the most its lane
+-- may have spent without reporting).
 -- An acquire may carry the resource's shared G8 pacing rules after its own arguments (see
 -- pacing.lua, concatenated after this part, then quota_ops.lua, into one script).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
@@ -32,10 +33,11 @@ local channel = ARGV[15]
 local keep = tonumber(ARGV[#ARGV])
 local a_slot = tonumber(ARGV[#ARGV - 1])
 local v_state = tonumber(ARGV[#ARGV - 2])
+local v_ops = tonumber(ARGV[#ARGV - 3])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 13
+local PROTO = 14
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -61,6 +63,14 @@ if raw then
   s = v
   if s.proto ~= PROTO then
     return mismatch('protocol ' .. tostring(s.proto), 'builds differ')
+  end
+  -- Behind a reply the caller already had from it: this state rolled back (a failover to
+  -- a replica that missed the last writes, a restore of an older copy). Its pool and
+  -- leases are older than what was granted since: it is lost as a whole, and rebuilt from
+  -- the processes' views as after a data loss (a new id: every lease of it reads as lost).
+  if v_state == s.id and v_ops > s.ops then
+    s = {}
+    redis.call('DEL', K_L, K_E, K_H, K_R)
   end
 end
 

@@ -149,6 +149,9 @@ pub(crate) struct View {
     /// The id of the state the newest reply came from (0: none yet): a lease of another
     /// state is one Redis has lost, whatever the servers' clocks say.
     pub state: u64,
+    /// That reply's counter: a state behind it rolled back (a failover to a replica that
+    /// missed the last writes), and is rebuilt as after a data loss.
+    pub ops: u64,
 }
 
 /// Per-process constants sent with every call.
@@ -432,8 +435,11 @@ pub(crate) async fn call(
         }
         Op::Snapshot => {}
     }
-    // Last, whatever the op: the script reads them as `ARGV[#ARGV - 2]` to `ARGV[#ARGV]`.
-    inv.arg(view.state).arg(fixed.slot_ms).arg(fixed.keep);
+    // Last, whatever the op: the script reads them as `ARGV[#ARGV - 3]` to `ARGV[#ARGV]`.
+    inv.arg(view.ops)
+        .arg(view.state)
+        .arg(fixed.slot_ms)
+        .arg(fixed.keep);
     let ints: Vec<i64> = inv.invoke_async(conn).await?;
     Ok(Reply::from_ints(&ints))
 }

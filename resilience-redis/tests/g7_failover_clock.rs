@@ -4,7 +4,8 @@
 //! rebuild from every process's view), and the processes must follow the new state.
 //!
 //! The lost state's counters are moved ahead instead (as if its host's clock were ahead),
-//! and every process learns the moved numbers before the keys are deleted.
+//! and every process learns the moved numbers before the keys are deleted. A state that
+//! rolled back (a failover to a replica behind it) is a loss too.
 
 mod common;
 
@@ -176,4 +177,35 @@ async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_after_a_new_proces
     // replaced it, and the rebuild took it for b's view).
     lost.b.1.snapshot().await.expect("b's snapshot");
     b_rejoins(&srv, &p, &lost).await;
+}
+
+/// A state that rolled back (a failover to a replica that missed the last writes; here its
+/// key restored from a copy taken earlier) keeps its id, but is behind a reply a process
+/// already had: it is lost as a whole, and rebuilt from that process's view. Kept (as it
+/// was), its pool was the older, higher one: the 100 granted since could be granted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_state_rolled_back_behind_a_reply_is_rebuilt_as_a_loss() {
+    let Some(srv) = server() else { return };
+    let p = prefix("rolled-back");
+    let c = cfg(&srv.url, &p, "a").reserve_share_permille(0);
+    let (_ra, a) = quota(c, 1_000, MS(3_600_000)).await;
+    touch(&a).await;
+    let id = state_field(&srv, &p, "id");
+    let (state, copy) = (key(&p, "q"), key(&p, "q-copy"));
+    let copied = srv.cmd(&format!("COPY {state} {copy}")).unwrap_or_default();
+    assert_eq!(copied.trim(), ":1", "{copied}");
+    let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
+    let seen = a.snapshot().await.expect("a").pool;
+    assert!(seen <= 900, "{seen}");
+    let restored = srv
+        .cmd(&format!("COPY {copy} {state} REPLACE"))
+        .unwrap_or_default();
+    assert_eq!(restored.trim(), ":1", "{restored}");
+    a.renew().await.expect("renew");
+    assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
+    let pool = state_field(&srv, &p, "pool");
+    assert!(
+        pool <= seen as i64,
+        "the rebuilt pool ({pool}) is above what a saw ({seen})"
+    );
 }
