@@ -194,7 +194,8 @@ pub struct QuotaSnapshot {
     pub held: u64,
     /// Processes holding a lease.
     pub members: u64,
-    /// This process's fencing epoch (0: no lease).
+    /// This process's fencing epoch (0: no lease; 1: a lease of a state Redis lost, until it
+    /// rejoins the new one).
     pub epoch: u64,
     /// The window's id.
     pub window: u64,
