@@ -333,6 +333,56 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_is_settled_by_its_next_r
     );
 }
 
+/// A lease that expired after a reset earlier than its holder was told, but before the
+/// first call after that reset (which rolls the window), may have been spent from past the
+/// reset: its hold is kept too. Judged by the time of the roll (as it was), it was dropped,
+/// and its holder's report, coming later, found nothing to pay it from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_is_kept() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-expired-roll");
+    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
+    // A long TTL for the carrier: its heartbeat makes no call during the test.
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", plain, Duration::from_secs(60)).await;
+    let mut g = ghost(&paced, 100, 1_000);
+    g.ttl_ms = 4_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
+    assert!(joined.reserved > 0, "{joined:?}");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
+    let reset = unix(SystemTime::now()) + 2;
+    let reading = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "900".to_owned()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ],
+    );
+    paced.observe(Some(grant), &reading).await.expect("observe");
+    // The reset passes, then the ghost's lease expires; only then does a call come.
+    while joined_at.elapsed() < Duration::from_millis(4_300) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let rolled = paced.snapshot().await.expect("p");
+    assert!(
+        rolled
+            .reset_in
+            .is_none_or(|r| r > Duration::from_secs(3_000)),
+        "{rolled:?}"
+    );
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    // The ghost, back, spent all of it after the real reset.
+    renew_as(&paced, &g, joined.epoch, joined.reserved).await;
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        after.limit - joined.reserved,
+        "what it spent counts in this window: {after:?}"
+    );
+}
+
 /// A share carried at a rejoin (the holder's ended lease may still be spent from until it
 /// would have expired) is carried again past a later reset that came earlier than told.
 /// Dropped at that roll (as it was), the new window's pool was whole and the holder's

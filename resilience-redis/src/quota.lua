@@ -220,7 +220,7 @@ local function settle_report(l)
   -- returns. (A report of the lease still on its way is paid below, as any late one.)
   if s.held > 0 then
     local hk = node .. ':' .. d(l.epoch)
-    local h = tonumber(redis.call('HGET', K_H, hk))
+    local h = tonumber(string.match(redis.call('HGET', K_H, hk) or '', '^(%d+)'))
     if h then
       local paid = math.min(h, spent_off - cut)
       s.held, s.ledger = s.held - h, s.ledger + paid
@@ -269,15 +269,16 @@ end
 
 -- Ends a lease: its reservation goes back to the pool, except what the holder may have
 -- spent without reporting (its hold); that is held until the holder reports what it
--- spent, or the window ends. A lease ended `live` (before it expired) may still be spent
+-- spent, or the window ends. A lease ended live (before it expired) may still be spent
 -- from offline until it would have: a report is taken only after that (`take_held`).
-local function retire(n, l, live)
+local function retire(n, l)
   if l.win == s.win and l.reserved > 0 then
     local hold = math.min(l.hold, l.reserved)
     s.reserved = s.reserved - l.reserved
     if hold > 0 then
-      local v = live and (d(hold) .. ':' .. d(l.exp)) or d(hold)
-      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), v)
+      -- With the lease's expiry, reaped or not: spending from it may have gone on until
+      -- then (past a reset earlier than told too: the roll keeps what may have).
+      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), d(hold) .. ':' .. d(l.exp))
       s.held = s.held + hold
     end
     if l.reserved > hold then
@@ -310,9 +311,12 @@ end
 -- would have expired: a holder cut off until then stops spending, but reports only after.
 if s.reset_at > 0 and now >= s.reset_at then
   local moved = s.moved == 1
+  -- Spending may have gone past the real reset (this one) until a lease would have expired,
+  -- even one that has by now: the roll comes with the first call after the reset.
+  local reset = s.reset_at
   -- What is carried now (a rejoin's, `take_held`) may still be spent past this reset too.
   local owed, owed_until = 0, 0
-  if moved and s.carry > 0 and s.carry_until > now then owed, owed_until = s.carry, s.carry_until end
+  if moved and s.carry > 0 and s.carry_until > reset then owed, owed_until = s.carry, s.carry_until end
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
   s.moved, s.carry, s.carry_until = 0, 0, 0
@@ -328,7 +332,7 @@ if s.reset_at > 0 and now >= s.reset_at then
     local hs = redis.call('HGETALL', K_H)
     for i = 1, #hs, 2 do
       local h, u = string.match(hs[i + 1], '^(%d+):(%d+)$')
-      if h and tonumber(u) > now then live[#live + 1] = {hs[i], tonumber(h), u} end
+      if h and tonumber(u) > reset then live[#live + 1] = {hs[i], tonumber(h), u} end
     end
   end
   redis.call('DEL', K_H, K_R)
@@ -337,8 +341,8 @@ if s.reset_at > 0 and now >= s.reset_at then
     local l = decode(all[i + 1])
     if l then
       local c = math.min(l.hold, l.reserved)
-      if moved and c > 0 and l.exp > now and l.win == s.win - 1 then
-        live[#live + 1] = {all[i] .. ':' .. d(l.epoch), c, nil}
+      if moved and c > 0 and l.exp > reset and l.win == s.win - 1 then
+        live[#live + 1] = {all[i] .. ':' .. d(l.epoch), c, d(l.exp)}
       end
       l.reserved, l.win = 0, s.win
       redis.call('HSET', K_L, all[i], encode(l))
@@ -350,7 +354,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   for _, e in ipairs(live) do
     local h = math.min(e[2], s.limit - s.carry - kept)
     if h > 0 then
-      redis.call('HSET', K_H, e[1], e[3] and (d(h) .. ':' .. e[3]) or d(h))
+      redis.call('HSET', K_H, e[1], d(h) .. ':' .. e[3])
       kept = kept + h
     end
   end

@@ -20,7 +20,7 @@ if unpaced and (s.paced_until or 0) > now then
   end
   if l then
     ended_lease = l.epoch
-    retire(node, l, true)
+    retire(node, l)
   end
   status = 5
 elseif op == 'acq' then
