@@ -117,11 +117,11 @@ async fn g7_g8_a_report_before_an_ended_lease_expires_is_settled() {
 
 /// A lease ended live may be spent from offline until it would have expired, so past a reset
 /// that came earlier than its holder was told (a reset header moved it), as a live lease's
-/// reservation may: its held share is carried into the new window, where its holder's
+/// reservation may: its held share is kept into the new window, where its holder's
 /// report settles it. Dropped at the roll (as it was), the new window's pool was whole and
 /// the holder's offline spending came on top of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_a_share_held_for_a_lease_ended_live_is_carried_past_an_earlier_reset() {
+async fn g7_g8_a_share_held_for_a_lease_ended_live_is_kept_past_an_earlier_reset() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-carry");
     let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
@@ -136,7 +136,7 @@ async fn g7_g8_a_share_held_for_a_lease_ended_live_is_carried_past_an_earlier_re
     assert!(rolled.held >= mine.reserved, "{rolled:?}");
     assert!(rolled.pool + rolled.held <= rolled.limit, "{rolled:?}");
     // u spent it all after the reset, offline, and says so before its lease would have
-    // expired: settled from the carried share, not given back.
+    // expired: settled from the kept share, not given back.
     assert_eq!(
         renew(&u, mine.epoch, mine.reserved).await,
         script::PACED_ELSEWHERE
@@ -148,8 +148,9 @@ async fn g7_g8_a_share_held_for_a_lease_ended_live_is_carried_past_an_earlier_re
 
 /// A refused process that rejoins (the rules' counts no longer live) before its ended lease
 /// would have expired starts a new lease: its later reports come under the new epoch. What
-/// is still held for the ended lease is carried, and returned once that lease would have
-/// expired. Kept under the old epoch (as it was), it stayed held until the window ended.
+/// is still held for the ended lease is kept for the node, and returned once its calls name
+/// the new lease (here by its heartbeat). Kept under the old epoch (as it was earlier), it
+/// stayed held until the window ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoins() {
     let Some(srv) = server::server() else { return };
@@ -177,6 +178,50 @@ async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoi
     }
     let after = paced.snapshot().await.expect("p");
     assert_eq!(after.held, 0, "{after:?}");
+}
+
+/// A refused process rejoins before its ended lease would have expired, but the reply that
+/// brings its new lease is lost: cut off, it spends on from the old lease, and reports under
+/// the old epoch only once both leases have expired. What is held for the old lease is kept
+/// for the node until then. Carried with no holder named and returned when the old lease
+/// would have expired (as it was), the report found nothing to pay it from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_rejoin_whose_reply_was_lost_still_pays_the_old_leases_spending() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-rejoin-lost");
+    let brief = QuotaSpec::new(1_000, Duration::from_secs(3_600))
+        .shared_pacing(rules_over(Duration::from_millis(500)));
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", brief, Duration::from_secs(60)).await;
+    let mut g = ghost(&paced, 100, 1_000);
+    g.ttl_ms = 3_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
+    assert!(joined.reserved > 0, "{joined:?}");
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    // Once the counts are no longer live, the ghost rejoins; that reply never reaches it.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let rejoined = renew_reply(&paced, &g, joined.epoch, 0).await;
+    assert_ne!(rejoined.epoch, joined.epoch, "{rejoined:?}");
+    // Both leases expire (the new one is reaped); then the ghost is back and reports, under
+    // the old epoch, that it spent all of the old reservation.
+    while joined_at.elapsed() < Duration::from_millis(1_300 + 3_500) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = paced.snapshot().await.expect("p");
+    renew_as(&paced, &g, joined.epoch, joined.reserved).await;
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(
+        after.pool + after.reserved_total + after.held,
+        before.pool + before.reserved_total + before.held - joined.reserved,
+        "what it spent counts: {before:?} {after:?}"
+    );
 }
 
 /// Moves the hour's window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset
@@ -383,12 +428,12 @@ async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_i
     );
 }
 
-/// A share carried at a rejoin (the holder's ended lease may still be spent from until it
-/// would have expired) is carried again past a later reset that came earlier than told.
-/// Dropped at that roll (as it was), the new window's pool was whole and the holder's
-/// offline spending came on top of it.
+/// A share kept at a rejoin (the holder's ended lease may still be spent from until it
+/// would have expired) is kept past a later reset that came earlier than told. Dropped at
+/// that roll (as it was earlier), the new window's pool was whole and the holder's offline
+/// spending came on top of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_a_share_carried_at_a_rejoin_is_carried_past_an_earlier_reset() {
+async fn g7_g8_a_share_kept_at_a_rejoin_is_kept_past_an_earlier_reset() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-rejoin-roll");
     let brief = rules_over(Duration::from_millis(500));

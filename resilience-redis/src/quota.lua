@@ -83,8 +83,8 @@ if not s.limit then
     ledger = 0, applied = 0, block_until = 0, seq = base, ops = base, reserved = 0, held = 0,
     recover_until = 0, expect = 0, rebuilt = 0, starved = 0, members = 0, next_reap = 0,
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
-    fl4 = 0, fc = {0, 0, 0, 0, 0}, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0, carry = 0,
-    carry_until = 0, cw = 0, id = now_us}
+    fl4 = 0, fc = {0, 0, 0, 0, 0}, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0,
+    cw = 0, id = now_us}
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
@@ -215,30 +215,33 @@ local function settle_report(l)
   l.reserved = l.reserved - cut
   s.reserved = s.reserved - cut
   s.ledger = s.ledger + cut
-  -- Held for this lease at a reset earlier than it was told (the roll, below): the report
-  -- is paid from it, and its holder, back, spends from its new reservation: the rest
-  -- returns. (A report of the lease still on its way is paid below, as any late one.)
+  -- Held for this node past a reset earlier than it was told (the roll, below: under this
+  -- lease) or at its rejoin (`take_held`: under 'r', for the lease before this one): the
+  -- report is paid from it. Once the caller names this lease, it spends from it alone: the
+  -- rest returns. (A report of the older lease still on its way is paid below, as any late
+  -- one.)
   if s.held > 0 then
-    local hk = node .. ':' .. d(l.epoch)
-    local h = tonumber(string.match(redis.call('HGET', K_H, hk) or '', '^(%d+)'))
-    if h then
-      local paid = math.min(h, spent_off - cut)
-      s.held, s.ledger = s.held - h, s.ledger + paid
-      s.pool = s.pool + h - paid
-      redis.call('HDEL', K_H, hk)
-      cut = cut + paid
-      publish()
+    for _, hk in ipairs({node .. ':' .. d(l.epoch), node .. ':r'}) do
+      local h, u = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
+      if h then
+        h = tonumber(h)
+        local paid = math.min(h, spent_off - cut)
+        s.held, s.ledger, cut, h = s.held - paid, s.ledger + paid, cut + paid, h - paid
+        if epoch == l.epoch then
+          s.held, s.pool = s.held - h, s.pool + h
+          redis.call('HDEL', K_H, hk)
+          publish()
+        else
+          redis.call('HSET', K_H, hk, d(h) .. ':' .. u)
+        end
+      end
     end
   end
-  -- Spent past a reset it was not told of: from the share carried over for that.
-  local carried = math.min(spent_off - cut, s.carry)
-  s.carry, s.held = s.carry - carried, s.held - carried
-  s.ledger = s.ledger + carried
-  local late = math.min(spent_off - cut - carried, keep, s.pool)
+  local late = math.min(spent_off - cut, keep, s.pool)
   s.pool = s.pool - late
   s.ledger = s.ledger + late
   -- Their calls may still be on their way; nothing names them to settle them later.
-  fly(cut + carried + late)
+  fly(cut + late)
 end
 
 -- A lease: epoch, reservation, the window it belongs to, hold (the most its holder may
@@ -314,19 +317,14 @@ if s.reset_at > 0 and now >= s.reset_at then
   -- Spending may have gone past the real reset (this one) until a lease would have expired,
   -- even one that has by now: the roll comes with the first call after the reset.
   local reset = s.reset_at
-  -- What is carried now (a rejoin's, `take_held`) may still be spent past this reset too.
-  local owed, owed_until = 0, 0
-  if moved and s.carry > 0 and s.carry_until > reset then owed, owed_until = s.carry, s.carry_until end
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
-  s.reserved, s.held, s.recover_until, s.expect = 0, 0, 0, 0
-  s.moved, s.carry, s.carry_until = 0, 0, 0
+  s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
   -- G4: the limit that started a cascade has cleared with the window.
   s.sm, s.cgood, s.cz = nil, nil, nil
-  -- A lease ended live (refused: quota_ops.lua) may be spent from offline until it would
-  -- have expired, past the real reset too: its held share is kept held in this window, in
-  -- the held hash, until its holder's report settles it (`take_held`). Not returned when
-  -- the lease would have expired: a holder cut off until then reports only after, and what
-  -- it spent would come on top of a whole pool.
+  -- An ended lease (expired, refused: quota_ops.lua, or left behind at a rejoin: 'r') may
+  -- have been spent from offline until it would have expired, past the real reset too: its
+  -- held share is kept held in this window, in the held hash, until its holder's report
+  -- settles it (`take_held`, `settle_report`).
   local live = {}
   if moved then
     local hs = redis.call('HGETALL', K_H)
@@ -348,23 +346,15 @@ if s.reset_at > 0 and now >= s.reset_at then
       redis.call('HSET', K_L, all[i], encode(l))
     end
   end
-  s.carry = math.min(s.carry + owed, s.limit)
-  s.carry_until = math.max(s.carry_until, owed_until)
   local kept = 0
   for _, e in ipairs(live) do
-    local h = math.min(e[2], s.limit - s.carry - kept)
+    local h = math.min(e[2], s.limit - kept)
     if h > 0 then
       redis.call('HSET', K_H, e[1], d(h) .. ':' .. e[3])
       kept = kept + h
     end
   end
-  s.pool, s.held = s.limit - s.carry - kept, s.carry + kept
-  publish()
-end
-if s.carry > 0 and now >= s.carry_until then
-  s.pool = math.min(s.limit, s.pool + s.carry)
-  s.held = math.max(0, s.held - s.carry)
-  s.carry = 0
+  s.pool, s.held = s.limit - kept, kept
   publish()
 end
 if s.recover_until > 0 and now >= s.recover_until then s.recover_until = 0 end
@@ -390,28 +380,39 @@ local fresh = 0
 -- at once (granted, and maybe still in flight). The rest returns to the pool once nothing
 -- more can be spent from it offline (a lease ended live: once it would have expired), less
 -- `keep`: another call of the old lease, sent before the last express spending, can reach
--- us first. `rejoin`: the holder is starting a new lease, so its later reports come under
--- the new epoch and never find this entry: the rest is carried instead (as at a reset that
--- came early: taken by reports past a lease's reservation, returned once nothing more can
--- be spent from it).
+-- us first. `rejoin`: the holder is starting a new lease. Until it names that lease it may
+-- not have heard of it (its reply lost) and go on spending from the old one: the rest is
+-- kept for the node ('r'), where a report under either lease finds it (`settle_report`
+-- returns it once the new lease is named). Carried with no holder named and returned when
+-- the old lease would have expired (as it was), a holder cut off until then reported after,
+-- and its spending came on top of a whole pool.
 local function take_held(rejoin)
   local hk = node .. ':' .. d(epoch)
-  local h, live_until = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
+  local v = redis.call('HGET', K_H, hk)
+  if not v and s.held > 0 then
+    hk = node .. ':r'
+    v = redis.call('HGET', K_H, hk)
+  end
+  local h, live_until = string.match(v or '', '^(%d+):?(%d*)$')
   if not h then return false end
   h = tonumber(h)
+  live_until = tonumber(live_until) or 0
   local spent = math.min(h, spent_off)
   s.held = s.held - spent
   s.ledger = s.ledger + spent
   fly(spent)
   h = h - spent
-  if now < (tonumber(live_until) or 0) and h > 0 then
+  if now < live_until and h > 0 then
+    local into, u = hk, live_until
     if rejoin then
-      s.carry = s.carry + h
-      s.carry_until = math.max(s.carry_until, tonumber(live_until))
-      redis.call('HDEL', K_H, hk)
-    else
-      redis.call('HSET', K_H, hk, d(h) .. ':' .. live_until)
+      into = node .. ':r'
+      if hk ~= into then
+        redis.call('HDEL', K_H, hk)
+        local rh, ru = string.match(redis.call('HGET', K_H, into) or '', '^(%d+):?(%d*)$')
+        h, u = h + (tonumber(rh) or 0), math.max(u, tonumber(ru) or 0)
+      end
     end
+    redis.call('HSET', K_H, into, d(h) .. ':' .. d(u))
     return true
   end
   s.held = s.held - h

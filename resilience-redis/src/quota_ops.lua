@@ -187,7 +187,7 @@ elseif op == 'obs' then
     if h_limit > 0 then s.limit = h_limit end
     if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then
       -- Earlier than a holder may have been told (a window from its last call, if none
-      -- was anchored then): see the carry at a new window.
+      -- was anchored then): see what is kept held at a new window.
       local told = (s.reset_at > 0) and s.reset_at or (now + s.window)
       if h_reset < told then s.moved = 1 end
       s.reset_at = h_reset
