@@ -224,6 +224,18 @@ async fn g7_g8_a_rejoin_whose_reply_was_lost_still_pays_the_old_leases_spending(
     );
 }
 
+/// After a holder's report of `spent`: nothing is held any more, and what it spent counts in
+/// this window.
+async fn assert_paid(paced: &SharedQuota, spent: u64) {
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        after.limit - spent,
+        "what it spent counts in this window: {after:?}"
+    );
+}
+
 /// Moves the hour's window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset
 /// header another process read would, and returns once it has rolled.
 async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::QuotaSnapshot {
@@ -302,13 +314,7 @@ async fn g7_g8_a_share_held_past_an_earlier_reset_waits_for_its_holders_report()
         renew_as(&paced, &g, epoch, held).await,
         script::PACED_ELSEWHERE
     );
-    let after = paced.snapshot().await.expect("p");
-    assert_eq!(after.held, 0, "{after:?}");
-    assert_eq!(
-        after.pool + after.reserved_total,
-        after.limit - held,
-        "what it spent counts in this window: {after:?}"
-    );
+    assert_paid(&paced, held).await;
 }
 
 /// The same for a live lease's hold (degraded mode: all of its reservation) at a reset
@@ -339,13 +345,7 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_waits_for_its_holders_re
         renew_as(&paced, &g, joined.epoch, joined.reserved).await,
         script::PACED_ELSEWHERE
     );
-    let after = paced.snapshot().await.expect("p");
-    assert_eq!(after.held, 0, "{after:?}");
-    assert_eq!(
-        after.pool + after.reserved_total,
-        after.limit - joined.reserved,
-        "what it spent counts in this window: {after:?}"
-    );
+    assert_paid(&paced, joined.reserved).await;
 }
 
 /// A live lease's hold past an earlier reset is settled by its holder's first report after
@@ -369,13 +369,7 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_is_settled_by_its_next_r
         renew_as(&paced, &g, joined.epoch, 3).await,
         script::PACED_ELSEWHERE
     );
-    let after = paced.snapshot().await.expect("p");
-    assert_eq!(after.held, 0, "{after:?}");
-    assert_eq!(
-        after.pool + after.reserved_total,
-        after.limit - 3,
-        "{after:?}"
-    );
+    assert_paid(&paced, 3).await;
 }
 
 /// A lease that expired after a reset earlier than its holder was told, but before the
@@ -419,13 +413,7 @@ async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_i
     assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
     // The ghost, back, spent all of it after the real reset.
     renew_as(&paced, &g, joined.epoch, joined.reserved).await;
-    let after = paced.snapshot().await.expect("p");
-    assert_eq!(after.held, 0, "{after:?}");
-    assert_eq!(
-        after.pool + after.reserved_total,
-        after.limit - joined.reserved,
-        "what it spent counts in this window: {after:?}"
-    );
+    assert_paid(&paced, joined.reserved).await;
 }
 
 /// A share kept at a rejoin (the holder's ended lease may still be spent from until it
