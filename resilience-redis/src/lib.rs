@@ -238,9 +238,7 @@ mod local_state_tests;
 mod observe;
 mod pace_log;
 #[cfg(test)]
-mod pace_pending_tests;
-#[cfg(test)]
-mod pace_rebuild_skew_tests;
+mod pace_rebuild_tests;
 mod pacing;
 mod quota;
 #[cfg(test)]
