@@ -6,11 +6,9 @@ mod governor_support;
 
 use governor_support::*;
 use resilience_core::governor::{Observation, Priority, Request, EVENT_TARGET};
-use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tracing::field::{Field, Visit};
 use tracing::{span, Event, Metadata, Subscriber};
 
 /// Records every governor event's message; panics on the first one while `armed`.
@@ -18,16 +16,6 @@ use tracing::{span, Event, Metadata, Subscriber};
 struct PanicsOnce {
     armed: AtomicBool,
     seen: Mutex<Vec<String>>,
-}
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
 }
 
 impl Subscriber for Shared {
@@ -43,12 +31,11 @@ impl Subscriber for Shared {
         if event.metadata().target() != EVENT_TARGET {
             return;
         }
-        let mut message = Message(String::new());
-        event.record(&mut message);
+        let message = message_of(event);
         if self.0.armed.swap(false, Ordering::SeqCst) {
-            panic!("subscriber panics on: {}", message.0);
+            panic!("subscriber panics on: {}", message);
         }
-        self.0.seen.lock().unwrap().push(message.0);
+        self.0.seen.lock().unwrap().push(message);
     }
     fn enter(&self, _: &span::Id) {}
     fn exit(&self, _: &span::Id) {}

@@ -8,10 +8,8 @@ mod governor_support;
 
 use governor_support::*;
 use resilience_core::governor::{Observation, Priority, Request, EVENT_TARGET};
-use std::fmt;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
-use tracing::field::{Field, Visit};
 use tracing::{span, Event, Metadata, Subscriber};
 
 /// Every governor event's message, with the zone a snapshot taken from inside it read.
@@ -21,16 +19,6 @@ struct Seen(Mutex<Vec<(String, String)>>);
 struct CallsBack {
     rig: Arc<Rig>,
     seen: Arc<Seen>,
-}
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
 }
 
 impl Subscriber for CallsBack {
@@ -46,8 +34,7 @@ impl Subscriber for CallsBack {
         if event.metadata().target() != EVENT_TARGET {
             return;
         }
-        let mut message = Message(String::new());
-        event.record(&mut message);
+        let message = message_of(event);
         // Takes the resource's lock: this hung while the store logged under it.
         let zone = self
             .rig
@@ -55,7 +42,7 @@ impl Subscriber for CallsBack {
             .snapshot(self.rig.core)
             .map(|s| format!("{:?}", s.zone))
             .unwrap_or_default();
-        self.seen.0.lock().unwrap().push((message.0, zone));
+        self.seen.0.lock().unwrap().push((message, zone));
     }
     fn enter(&self, _: &span::Id) {}
     fn exit(&self, _: &span::Id) {}

@@ -376,3 +376,18 @@ pub fn simulate(rig: &Rig, jobs: &[Job]) -> (Vec<Served>, u64) {
     let ordered = order.into_iter().map(|i| out[i].clone()).collect();
     (ordered, inversions)
 }
+
+/// The `message` field of a `tracing` event, for test subscribers.
+pub fn message_of(event: &tracing::Event<'_>) -> String {
+    struct Message(String);
+    impl tracing::field::Visit for Message {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+    let mut message = Message(String::new());
+    event.record(&mut message);
+    message.0
+}
