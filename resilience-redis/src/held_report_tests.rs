@@ -236,10 +236,13 @@ async fn assert_paid(paced: &SharedQuota, spent: u64) {
     );
 }
 
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).expect("clock").as_secs()
+}
+
 /// Moves the hour's window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset
-/// header another process read would, and returns once it has rolled.
-async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::QuotaSnapshot {
-    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
+/// header another process read would; the new reset, unix seconds.
+async fn move_reset_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> u64 {
     let reset = unix(SystemTime::now()) + 2;
     let reading = Observation::from_headers(
         200,
@@ -249,6 +252,12 @@ async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::Quo
         ],
     );
     paced.observe(Some(grant), &reading).await.expect("observe");
+    reset
+}
+
+/// [`move_reset_early`], and returns once the window has rolled.
+async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::QuotaSnapshot {
+    let reset = move_reset_early(paced, grant).await;
     while unix(SystemTime::now()) < reset {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -389,16 +398,7 @@ async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_i
     let joined_at = std::time::Instant::now();
     assert!(joined.reserved > 0, "{joined:?}");
     let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
-    let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).expect("clock").as_secs();
-    let reset = unix(SystemTime::now()) + 2;
-    let reading = Observation::from_headers(
-        200,
-        [
-            ("x-ratelimit-remaining", "900".to_owned()),
-            ("x-ratelimit-reset", reset.to_string()),
-        ],
-    );
-    paced.observe(Some(grant), &reading).await.expect("observe");
+    move_reset_early(&paced, grant).await;
     // The reset passes, then the ghost's lease expires; only then does a call come.
     while joined_at.elapsed() < Duration::from_millis(4_300) {
         tokio::time::sleep(Duration::from_millis(50)).await;
