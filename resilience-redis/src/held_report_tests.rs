@@ -357,28 +357,66 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_waits_for_its_holders_re
     assert_paid(&paced, joined.reserved).await;
 }
 
-/// A live lease's hold past an earlier reset is settled by its holder's first report after
-/// the roll (the holder is back, and spends from its new reservation): what it spent is paid
-/// from it, the rest returns at once. Not settled there, it stayed held until the window
-/// ended.
+/// A live lease's hold past an earlier reset pays its holder's first report after the roll
+/// (the holder is back, and spends from its new reservation). The rest returns once the
+/// lease would have expired as the holder last heard: the reply may be lost, and the holder
+/// spend on from its old reservation until then. Returned at once (as it was, review
+/// helper-41), a lost reply let that spending come on top of a whole pool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_is_settled_by_its_next_report() {
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_pays_its_next_report_then_returns() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-live-back");
-    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
-    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, Duration::from_secs(8)).await;
-    let g = ghost(&paced, 100, 10);
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 10).await;
+    g.ttl_ms = 4_000;
     let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
     assert!(joined.reserved >= 10, "{joined:?}");
-    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
-    let rolled = roll_early(&paced, grant).await;
+    let rolled = roll_early_after_rules(&paced).await;
     assert_eq!(rolled.held, 10, "{rolled:?}");
+    assert_held_counted(&paced).await;
     // Back before its lease expired: it spent 3 of its hold after the real reset.
-    assert_eq!(
-        renew_as(&paced, &g, joined.epoch, 3).await,
+    let bare = bare(&g);
+    assert_ne!(
+        renew_as(&paced, &bare, joined.epoch, 3).await,
         script::PACED_ELSEWHERE
     );
+    let reported = paced.snapshot().await.expect("p");
+    assert_eq!(
+        reported.held, 7,
+        "kept until the lease would have expired: {reported:?}"
+    );
+    assert_held_counted(&paced).await;
+    while joined_at.elapsed() < Duration::from_millis(4_300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    renew_as(&paced, &bare, joined.epoch, 0).await;
     assert_paid(&paced, 3).await;
+}
+
+/// The same, when the reply to the holder's first call after the roll is lost: cut off, it
+/// spends all of its old reservation (degraded mode), and reports it. Paid from the share
+/// kept for it, that report counts whole. Returned at the first call naming the lease (as it
+/// was), only the express allowance of it was charged: quota spent twice (review helper-41).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_outlives_a_lost_reply() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-lost");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
+    g.ttl_ms = 8_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved > 0, "{joined:?}");
+    let rolled = roll_early_after_rules(&paced).await;
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    let bare = bare(&g);
+    // Its renewal's reply never reaches it.
+    assert_ne!(
+        renew_as(&paced, &bare, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    assert_held_counted(&paced).await;
+    renew_as(&paced, &bare, joined.epoch, joined.reserved).await;
+    assert_paid(&paced, joined.reserved).await;
+    assert_held_counted(&paced).await;
 }
 
 /// A lease that expired after a reset earlier than its holder was told, but before the
@@ -389,10 +427,7 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_is_settled_by_its_next_r
 async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_is_kept() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-expired-roll");
-    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
-    // A long TTL for the carrier: its heartbeat makes no call during the test.
-    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", plain, Duration::from_secs(60)).await;
-    let mut g = ghost(&paced, 100, 1_000);
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
     g.ttl_ms = 4_000;
     let joined = renew_reply(&paced, &g, 0, 0).await;
     let joined_at = std::time::Instant::now();
@@ -442,4 +477,177 @@ async fn g7_g8_a_share_kept_at_a_rejoin_is_kept_past_an_earlier_reset() {
     let rolled = roll_early(&paced, grant).await;
     assert_eq!(rolled.held, held, "{rolled:?}");
     assert_eq!(rolled.pool + rolled.held, rolled.limit, "{rolled:?}");
+}
+
+/// A carrier whose heartbeat makes no call during a test (a long TTL), with shared rules
+/// that count for half a second only (so it has no express lane, and the ghost is refused
+/// only within a second of a grant); and a ghost with a reservation and `hold`.
+async fn carrier_and_ghost(
+    url: &str,
+    p: &str,
+    hold: u64,
+) -> (RedisQuota, SharedQuota, script::Fixed) {
+    let brief = QuotaSpec::new(1_000, Duration::from_secs(3_600))
+        .shared_pacing(rules_over(Duration::from_millis(500)));
+    let (r, paced) = node_with_ttl(url, p, "p", brief, Duration::from_secs(60)).await;
+    let g = ghost(&paced, 100, hold);
+    (r, paced, g)
+}
+
+/// The ghost `g` sending no share (its reservation is not topped up), as configured else.
+fn bare(g: &script::Fixed) -> script::Fixed {
+    let mut b = g.clone();
+    b.share_permille = 0;
+    b
+}
+
+/// Anchors the window with a counted grant, rolls it early ([`roll_early`]), and returns once
+/// the rules' counts no longer live (so the ghost is not refused).
+async fn roll_early_after_rules(paced: &SharedQuota) -> crate::QuotaSnapshot {
+    let granted_at = std::time::Instant::now();
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    let rolled = roll_early(paced, grant).await;
+    while granted_at.elapsed() < Duration::from_millis(1_300) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    rolled
+}
+
+/// What the state counts as held (`s.held`) is what its held hash holds, entry by entry.
+async fn assert_held_counted(q: &SharedQuota) {
+    let held = q.snapshot().await.expect("snapshot").held;
+    let (mut conn, _) = q.inner.link.current().expect("connected");
+    let entries: Vec<String> = redis::cmd("HVALS")
+        .arg(&q.state.fixed.keys[3])
+        .query_async(&mut conn)
+        .await
+        .expect("HVALS");
+    let sum: u64 = entries
+        .iter()
+        .map(|e| {
+            e.split(':')
+                .next()
+                .and_then(|h| h.parse::<u64>().ok())
+                .expect("h:u")
+        })
+        .sum();
+    assert_eq!(held, sum, "held {held}, the hash {entries:?}");
+}
+
+/// A live lease's share kept at an earlier reset is still there at a second one (its lease
+/// would not have expired yet), beside the lease's new hold; then the lease is ended with a
+/// share of its own. Each counts once in the state's `held`, and the hash holds both.
+/// Written to one key (as they were, review helper-41), the second overwrote the first, and
+/// `held` stayed above what any report could settle until the window ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_shares_held_twice_for_one_lease_are_both_counted() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-twice");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 10).await;
+    g.ttl_ms = 12_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved >= 10, "{joined:?}");
+    let first = roll_early_after_rules(&paced).await;
+    assert_eq!(first.held, 10, "{first:?}");
+    // Back: a new reservation in the new window (the share stays: the lease is live).
+    let renewed = renew_reply(&paced, &g, joined.epoch, 0).await;
+    assert!(renewed.reserved >= 10, "{renewed:?}");
+    let second = roll_early_after_rules(&paced).await;
+    assert_eq!(second.held, 20, "{second:?}");
+    assert_held_counted(&paced).await;
+    // Topped up again, then refused (ended live): its hold joins the same key.
+    assert!(renew_reply(&paced, &g, joined.epoch, 0).await.reserved >= 10);
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    assert_eq!(paced.snapshot().await.expect("p").held, 30);
+    assert_held_counted(&paced).await;
+}
+
+/// A node can have a share held for its ended lease and one kept at its rejoin (for the lease
+/// before): a holder that rejoined, then was cut off until its new lease expired. Its report
+/// under the new lease is paid from both. Paid from the first found only (as it was, review
+/// helper-41), the rest of the report went unpaid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_report_is_paid_from_every_share_held_for_its_node() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-both");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
+    g.ttl_ms = 4_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved > 0, "{joined:?}");
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    // Once the counts are no longer live, it rejoins (the old share kept for the node) ...
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let rejoined = renew_reply(&paced, &g, joined.epoch, 0).await;
+    let rejoined_at = std::time::Instant::now();
+    assert_ne!(rejoined.status, script::PACED_ELSEWHERE, "{rejoined:?}");
+    assert!(rejoined.reserved > 0, "{rejoined:?}");
+    // ... and is cut off until the new lease has expired (and been reaped: held too).
+    while rejoined_at.elapsed() < Duration::from_millis(4_300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = paced.snapshot().await.expect("p");
+    let spent = joined.reserved + rejoined.reserved;
+    assert_eq!(before.held, spent, "{before:?}");
+    assert_held_counted(&paced).await;
+    // Back: it spent both, and reports under the lease it last heard of.
+    renew_as(&paced, &g, rejoined.epoch, spent).await;
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        before.pool + before.reserved_total,
+        "what it spent counts: {before:?} {after:?}"
+    );
+    assert_held_counted(&paced).await;
+}
+
+/// Redis loses the state's key alone (evicted), and the next call carries no view of a live
+/// window: the new state counts no lease and holds nothing, so the old leases and held
+/// shares go with it. Left there (as they were then), a held share outlived the state that
+/// counted it, and a report could be paid from it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_new_state_keeps_nothing_of_a_lost_ones_leases_or_held_shares() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-new-state");
+    let (_rp, paced, g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    assert!(paced.snapshot().await.expect("p").held > 0);
+    let (mut conn, _) = paced.inner.link.current().expect("connected");
+    let _: () = redis::cmd("DEL")
+        .arg(&paced.state.fixed.keys[0])
+        .query_async(&mut conn)
+        .await
+        .expect("DEL");
+    // The ghost's view names no window (its calls send none).
+    let back = renew_reply(&paced, &g, joined.epoch, 0).await;
+    assert_eq!(back.held, 0, "{back:?}");
+    assert_held_counted(&paced).await;
+    let leases: u64 = redis::cmd("HLEN")
+        .arg(&paced.state.fixed.keys[1])
+        .query_async(&mut conn)
+        .await
+        .expect("HLEN");
+    assert_eq!(leases, 1, "the ghost's new lease only");
 }

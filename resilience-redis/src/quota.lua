@@ -37,7 +37,7 @@ local v_ops = tonumber(ARGV[#ARGV - 3])
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 14
+local PROTO = 15
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -85,13 +85,15 @@ if not s.limit then
     proto = PROTO, yield0 = 0, yield1 = 0, fl_at = 0, fl0 = 0, fl1 = 0, fl2 = 0, fl3 = 0,
     fl4 = 0, fc = {0, 0, 0, 0, 0}, slot_ms = math.max(1, a_slot), born = now, strikes = 0, moved = 0,
     cw = 0, id = now_us}
+  -- Leases and held shares left by a lost state (its key alone evicted) are of no use to
+  -- this one, which counts none of them: reaped, they would fill its pool.
+  redis.call('DEL', K_L, K_E, K_H, K_R)
   if v_reset > now then
     s.reset_at = v_reset
     s.pool = math.max(0, math.min(v_pool, a_limit))
     s.recover_until = now + ttl
     s.expect = v_members
     s.rebuilt = s.win
-    redis.call('DEL', K_L, K_E, K_H, K_R)
   end
 end
 s.ops = s.ops + 1
@@ -191,6 +193,22 @@ local function publish()
   end
 end
 
+-- A held share: `h` units, and until when (server ms) its holder may spend from it offline.
+local function held_at(hk)
+  local h, u = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
+  if not h then return nil end
+  return tonumber(h), tonumber(u) or 0
+end
+
+-- Holds `h` more under `hk` until `u`, beside what is held there already (a lease retired
+-- while its share from a roll waits, a rejoin's rest): each counted once in `s.held`, so
+-- the hash must count both (overwritten, `s.held` stayed above the hash for good).
+local function hold_add(hk, h, u)
+  local oh, ou = held_at(hk)
+  if oh then h, u = h + oh, math.max(u, ou) end
+  redis.call('HSET', K_H, hk, d(h) .. ':' .. d(u))
+end
+
 -- Raises the block; `b` tells every process to stop paying from its reservation without
 -- asking (the express lane) until a reply says how long the block lasts.
 local function block_to(until_)
@@ -217,22 +235,27 @@ local function settle_report(l)
   s.ledger = s.ledger + cut
   -- Held for this node past a reset earlier than it was told (the roll, below: under this
   -- lease) or at its rejoin (`take_held`: under 'r', for the lease before this one): the
-  -- report is paid from it. Once the caller names this lease, it spends from it alone: the
-  -- rest returns. (A report of the older lease still on its way is paid below, as any late
-  -- one.)
+  -- report is paid from it. The rest returns once nothing more can be spent from it
+  -- offline: the rejoin's once the caller names this lease (it has heard of it); the
+  -- roll's once this lease would have expired as its holder last heard. Returned at once
+  -- (as it was), a lost reply left the holder spending its old reservation offline, and its
+  -- report found nothing to pay it from (review helper-41: spent twice). (A report of the
+  -- older lease still on its way is paid below, as any late one.)
   if s.held > 0 then
     for _, hk in ipairs({node .. ':' .. d(l.epoch), node .. ':r'}) do
-      local h, u = string.match(redis.call('HGET', K_H, hk) or '', '^(%d+):?(%d*)$')
+      local h, u = held_at(hk)
       if h then
-        h = tonumber(h)
         local paid = math.min(h, spent_off - cut)
         s.held, s.ledger, cut, h = s.held - paid, s.ledger + paid, cut + paid, h - paid
-        if epoch == l.epoch then
+        local named = epoch == l.epoch
+        if named and (now >= u or hk == node .. ':r') then
           s.held, s.pool = s.held - h, s.pool + h
           redis.call('HDEL', K_H, hk)
           publish()
+        elseif h == 0 then
+          redis.call('HDEL', K_H, hk)
         else
-          redis.call('HSET', K_H, hk, d(h) .. ':' .. u)
+          redis.call('HSET', K_H, hk, d(h) .. ':' .. d(u))
         end
       end
     end
@@ -281,7 +304,7 @@ local function retire(n, l)
     if hold > 0 then
       -- With the lease's expiry, reaped or not: spending from it may have gone on until
       -- then (past a reset earlier than told too: the roll keeps what may have).
-      redis.call('HSET', K_H, n .. ':' .. d(l.epoch), d(hold) .. ':' .. d(l.exp))
+      hold_add(n .. ':' .. d(l.epoch), hold, l.exp)
       s.held = s.held + hold
     end
     if l.reserved > hold then
@@ -325,12 +348,21 @@ if s.reset_at > 0 and now >= s.reset_at then
   -- have been spent from offline until it would have expired, past the real reset too: its
   -- held share is kept held in this window, in the held hash, until its holder's report
   -- settles it (`take_held`, `settle_report`).
-  local live = {}
+  -- By key: a live lease may have a share here from an earlier roll too (both count).
+  local live, order = {}, {}
+  local function keep_live(k, h, u)
+    if live[k] then
+      live[k] = {live[k][1] + h, math.max(live[k][2], u)}
+    else
+      live[k] = {h, u}
+      order[#order + 1] = k
+    end
+  end
   if moved then
     local hs = redis.call('HGETALL', K_H)
     for i = 1, #hs, 2 do
       local h, u = string.match(hs[i + 1], '^(%d+):(%d+)$')
-      if h and tonumber(u) > reset then live[#live + 1] = {hs[i], tonumber(h), u} end
+      if h and tonumber(u) > reset then keep_live(hs[i], tonumber(h), tonumber(u)) end
     end
   end
   redis.call('DEL', K_H, K_R)
@@ -340,17 +372,17 @@ if s.reset_at > 0 and now >= s.reset_at then
     if l then
       local c = math.min(l.hold, l.reserved)
       if moved and c > 0 and l.exp > reset and l.win == s.win - 1 then
-        live[#live + 1] = {all[i] .. ':' .. d(l.epoch), c, d(l.exp)}
+        keep_live(all[i] .. ':' .. d(l.epoch), c, l.exp)
       end
       l.reserved, l.win = 0, s.win
       redis.call('HSET', K_L, all[i], encode(l))
     end
   end
   local kept = 0
-  for _, e in ipairs(live) do
-    local h = math.min(e[2], s.limit - kept)
+  for _, k in ipairs(order) do
+    local h = math.min(live[k][1], s.limit - kept)
     if h > 0 then
-      redis.call('HSET', K_H, e[1], d(h) .. ':' .. e[3])
+      redis.call('HSET', K_H, k, d(h) .. ':' .. d(live[k][2]))
       kept = kept + h
     end
   end
@@ -387,38 +419,39 @@ local fresh = 0
 -- the old lease would have expired (as it was), a holder cut off until then reported after,
 -- and its spending came on top of a whole pool.
 local function take_held(rejoin)
-  local hk = node .. ':' .. d(epoch)
-  local v = redis.call('HGET', K_H, hk)
-  if not v and s.held > 0 then
-    hk = node .. ':r'
-    v = redis.call('HGET', K_H, hk)
-  end
-  local h, live_until = string.match(v or '', '^(%d+):?(%d*)$')
-  if not h then return false end
-  h = tonumber(h)
-  live_until = tonumber(live_until) or 0
-  local spent = math.min(h, spent_off)
-  s.held = s.held - spent
-  s.ledger = s.ledger + spent
-  fly(spent)
-  h = h - spent
-  if now < live_until and h > 0 then
-    local into, u = hk, live_until
-    if rejoin then
-      into = node .. ':r'
-      if hk ~= into then
-        redis.call('HDEL', K_H, hk)
-        local rh, ru = string.match(redis.call('HGET', K_H, into) or '', '^(%d+):?(%d*)$')
-        h, u = h + (tonumber(rh) or 0), math.max(u, tonumber(ru) or 0)
-      end
+  -- Both shares may be there (a lease ended after a rejoin whose rest is still kept): the
+  -- report is paid from the lease's, then the node's. Paid from one only (as it was), the
+  -- rest of a report went unpaid.
+  local found = {}
+  for _, hk in ipairs({node .. ':' .. d(epoch), node .. ':r'}) do
+    local h, u = held_at(hk)
+    if h then
+      found[#found + 1] = {hk, h, u}
+      redis.call('HDEL', K_H, hk)
     end
-    redis.call('HSET', K_H, into, d(h) .. ':' .. d(u))
-    return true
   end
-  s.held = s.held - h
-  s.pool = s.pool + math.max(0, h - keep)
-  redis.call('HDEL', K_H, hk)
-  publish()
+  if #found == 0 then return false end
+  local rest = spent_off
+  for _, e in ipairs(found) do
+    local hk, h, live_until = e[1], e[2], e[3]
+    local spent = math.min(h, rest)
+    rest, h = rest - spent, h - spent
+    s.held = s.held - spent
+    s.ledger = s.ledger + spent
+    fly(spent)
+    if now < live_until and h > 0 then
+      hold_add(rejoin and (node .. ':r') or hk, h, live_until)
+    else
+      s.held = s.held - h
+      s.pool = s.pool + math.max(0, h - keep)
+      publish()
+    end
+  end
+  -- More than was held: spent after the window rolled, as in `settle_report`.
+  local late = math.min(rest, keep, s.pool)
+  s.pool = s.pool - late
+  s.ledger = s.ledger + late
+  fly(late)
   return true
 end
 
