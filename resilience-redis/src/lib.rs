@@ -164,8 +164,13 @@
 //!
 //! A state that *rolled back* keeps its id: a failover to a replica that missed the last
 //! writes, or a restore of an older copy. Every call also names the counter of the newest
-//! reply it had; a state behind it is older than what was granted since, and is lost as a
-//! whole and rebuilt from the processes' views, as after a data loss.
+//! reply it had, and the process's lease record keeps the counter of its last reply (other
+//! processes' calls since the rollback can move the state's own counter past it, never
+//! that record). A state behind either is older than what was granted since, and is lost as
+//! a whole and rebuilt from the processes' views, as after a data loss. So is a state a
+//! process has seen replaced by a newer one (every call names the last few it has seen
+//! replaced) that comes back. Not detected: a rollback that only processes which never
+//! called after the lost writes, or whose lease was reaped since, call into.
 //!
 //! Give Redis the `noeviction` maxmemory policy (its default). The rule counts are the only
 //! keys this crate gives an expiry, so a `volatile-*` policy can evict them alone: that is

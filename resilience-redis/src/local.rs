@@ -148,6 +148,7 @@ impl Local {
             local_reserved: self.reserved(),
             pace_due: false,
             ops: self.ops,
+            gone: self.replaced,
         }
     }
 

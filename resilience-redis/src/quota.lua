@@ -12,11 +12,11 @@
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
 -- flight, cost, slot, backoff (0 none, 1 a secondary limit without retry-after: block ms is
 -- the first block of a run, 2 a good response), backoff cap ms);
--- fourth to last (ARGV[#ARGV - 3]) the counter (`ops`) of the caller's newest reply, third
--- to last (ARGV[#ARGV - 2]) the id of the state it came from (0: none yet), second to last
--- (ARGV[#ARGV - 1]) the width of an in-flight slot (a quarter of the call bound; only a new
--- state takes it), last (ARGV[#ARGV]) keep, the node's express allowance (the most its lane
--- may have spent without reporting).
+-- then, whatever the op (the last `TAIL`, read from the end): the ids of the states the
+-- caller has seen replaced (comma-separated, '' none), the counter (`ops`) of the caller's
+-- newest reply, the id of the state it came from (0: none yet), the width of an in-flight
+-- slot (a quarter of the call bound; only a new state takes it), and keep, the node's
+-- express allowance (the most its lane may have spent without reporting).
 -- An acquire may carry the resource's shared G8 pacing rules after its own arguments (see
 -- pacing.lua, concatenated after this part, then quota_ops.lua, into one script).
 -- Time is the server's (TIME), in ms. Every count is an integer < 2^53.
@@ -34,6 +34,10 @@ local keep = tonumber(ARGV[#ARGV])
 local a_slot = tonumber(ARGV[#ARGV - 1])
 local v_state = tonumber(ARGV[#ARGV - 2])
 local v_ops = tonumber(ARGV[#ARGV - 3])
+local v_gone = ARGV[#ARGV - 4]
+-- The op's own arguments end here (they start at 16).
+local TAIL = 5
+local n_args = #ARGV - TAIL
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
@@ -68,10 +72,19 @@ if raw then
   -- a replica that missed the last writes, a restore of an older copy). Its pool and
   -- leases are older than what was granted since: it is lost as a whole, and rebuilt from
   -- the processes' views as after a data loss (a new id: every lease of it reads as lost).
-  if v_state == s.id and v_ops > s.ops then
-    s = {}
-    redis.call('DEL', K_L, K_E, K_H, K_R)
+  -- Told by the state's counter, and by the caller's lease record, which holds the counter
+  -- of the caller's last reply (only its own calls move it: other processes' calls since
+  -- the rollback may have moved the state's past the caller's, review helper-40).
+  -- A state the caller has seen replaced by another came back (a restore of an older copy):
+  -- lost too. Spent on (as it was), it granted its quota again (review helper-40).
+  local behind = false
+  if v_state == s.id then
+    local o = tonumber(string.match(redis.call('HGET', K_L, node) or '', ':(%d+)$'))
+    behind = v_ops > s.ops or (o ~= nil and v_ops > o)
+  elseif v_gone ~= '' then
+    behind = string.find(',' .. v_gone .. ',', string.format(',%d,', s.id), 1, true) ~= nil
   end
+  if behind then s = {} end
 end
 
 -- A missing state is a first use, or a Redis that lost its data. A node that knew a live
@@ -269,19 +282,20 @@ end
 
 -- A lease: epoch, reservation, the window it belongs to, hold (the most its holder may
 -- have spent without reporting: all of it in degraded mode, the express allowance, or 0),
--- expiry (server ms).
+-- expiry (server ms), and the state's counter (`ops`) in the holder's last reply (the
+-- rollback check, above).
 local function decode(v)
   if not v then return nil end
-  local e, r, w, o, x = string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+  local e, r, w, o, x, c = string.match(v, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$')
   if not e then return nil end
   local l = {epoch = tonumber(e), reserved = tonumber(r), win = tonumber(w), hold = tonumber(o),
-    exp = tonumber(x)}
+    exp = tonumber(x), ops = tonumber(c)}
   l.raw = v
   return l
 end
 
 local function encode(l)
-  return string.format('%d:%d:%d:%d:%d', l.epoch, l.reserved, l.win, l.hold, l.exp)
+  return string.format('%d:%d:%d:%d:%d:%d', l.epoch, l.reserved, l.win, l.hold, l.exp, l.ops)
 end
 
 -- Renews a lease. Within the last sixteenth of a TTL the renewal is skipped (one write
@@ -513,7 +527,7 @@ local function join()
       end
     end
     s.seq = s.seq + 1
-    l = {epoch = s.seq, reserved = adopt, win = s.win, hold = hold_cap, exp = 0}
+    l = {epoch = s.seq, reserved = adopt, win = s.win, hold = hold_cap, exp = 0, ops = 0}
     s.reserved = s.reserved + adopt
     s.members = s.members + 1
     fresh = 1

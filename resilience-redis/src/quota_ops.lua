@@ -2,7 +2,7 @@
 -- `paced_until`): its grants would not be counted in them. Its lease ends (its reservation
 -- back to the pool, as at a leave; the reply shuts its express lane) and it is refused. The
 -- state is saved as after any call: this one may have reaped leases or rolled the window.
-local unpaced = (op == 'acq' and #ARGV <= 22) or (op == 'renew' and ARGV[17] ~= '1')
+local unpaced = (op == 'acq' and n_args <= 18) or (op == 'renew' and ARGV[17] ~= '1')
 -- The lease a refusal ended (its reply names it: it may be newer than the caller's epoch).
 local ended_lease = 0
 if unpaced and (s.paced_until or 0) > now then
@@ -34,14 +34,14 @@ elseif op == 'acq' then
   local cost, prio, yield_ms = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   -- Redis lost the counts of the shared rules this process's grants are in: its report
   -- first (pacing_rebuild.lua).
-  if #ARGV > 22 and report_owed(ARGV[23] == '1') then return report_reply() end
+  if n_args > 18 and report_owed(ARGV[23] == '1') then return report_reply() end
   join()
   local ahead = 0
   if prio >= 1 then ahead = s.yield0 end
   if prio >= 2 then ahead = math.max(ahead, s.yield1) end
   -- The shared G8 rules, if the resource has them (pacing.lua): judged before the quota, and
   -- counted only if the acquire is granted.
-  local paced, pwait, pwhy, never = #ARGV > 22, 0, 0, false
+  local paced, pwait, pwhy, never = n_args > 18, 0, 0, false
   -- Refused by the rebuild's gate: no priority mark (below), since the asks no rule selects
   -- are not held up by the gate, and a waiting P0 create must not hold up every P1 read.
   local gated = false
@@ -227,7 +227,7 @@ elseif op == 'leave' then
   -- With shared rules (ARGV 16 due, 17 the rules, 18 the log): a process owed a report of
   -- lost counts leaves it, merged now. Gone unreported, it was only dropped from those the
   -- rebuild waits for, and its grants were missing from the counts.
-  if #ARGV >= 22 and report_owed(ARGV[16] == '1') then
+  if n_args >= 18 and report_owed(ARGV[16] == '1') then
     if not pace_merge(ARGV[17], ARGV[18]) then
       return redis.error_reply('resilience-redis: a shared-rule report that does not match '
         .. 'the rules sent with it (builds differ?)')
@@ -247,9 +247,17 @@ else
   return redis.error_reply('resilience-redis: unknown op ' .. tostring(op))
 end
 
+-- The caller's lease record holds this reply's counter (the rollback check, quota.lua):
+-- every reply whose counter the caller may keep, while the record exists.
 if lease then
-  local v = encode(lease)
-  if v ~= lease.raw then redis.call('HSET', K_L, node, v) end
+  lease.ops = s.ops
+  redis.call('HSET', K_L, node, encode(lease))
+else
+  local l = decode(redis.call('HGET', K_L, node))
+  if l then
+    l.ops = s.ops
+    redis.call('HSET', K_L, node, encode(l))
+  end
 end
 redis.call('SET', K_Q, cmsgpack.pack(s))
 

@@ -97,3 +97,37 @@ async fn g7_a_lease_of_the_rebuilt_state_expired_rejoins_without_its_old_reserva
     assert_ne!(back.epoch, joined.epoch, "a new lease: {back:?}");
     assert_eq!(accounted(&a).await, before, "nothing counted twice");
 }
+
+/// A snapshot under a lease the process has not heard of yet (its join's reply was lost)
+/// names no lease, yet its reply's counter is the process's newest. Its lease record must
+/// hold that counter too: left behind, the next call looked behind a reply it had, and the
+/// whole state was wiped as rolled back (a rebuild for nothing, every lease lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reply_naming_no_lease_is_not_taken_for_a_rollback() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("no-lease-ops");
+    let (_ra, a) = node(&srv.url, &p, "a", 0).await;
+    let _anchor = a.acquire(1, Priority::P1).await.expect("anchor");
+    let mut g = a.state.fixed.clone();
+    g.node = "g".into();
+    let state = a.state.local.lock().state;
+    let unheard = View {
+        state,
+        ..View::default()
+    };
+    // The join's reply is lost: g still names no lease.
+    let joined = renew(&a, &g, &unheard).await;
+    assert_ne!(joined.epoch, 0, "{joined:?}");
+    let (mut conn, _) = a.inner.link.current().expect("connected");
+    let snap = script::call(&mut conn, &g, &unheard, &Op::Snapshot)
+        .await
+        .expect("call")
+        .expect("reply");
+    assert!(snap.ops > joined.ops, "{snap:?}");
+    let newest = View {
+        ops: snap.ops,
+        ..unheard
+    };
+    let again = renew(&a, &g, &newest).await;
+    assert_eq!(again.state, state, "not rebuilt: {again:?}");
+}

@@ -152,6 +152,9 @@ pub(crate) struct View {
     /// That reply's counter: a state behind it rolled back (a failover to a replica that
     /// missed the last writes), and is rebuilt as after a data loss.
     pub ops: u64,
+    /// The states this process has seen replaced (0: none): one of them found again came
+    /// back (a restore of an older copy), and is rebuilt as after a data loss.
+    pub gone: [u64; 4],
 }
 
 /// Per-process constants sent with every call.
@@ -435,8 +438,15 @@ pub(crate) async fn call(
         }
         Op::Snapshot => {}
     }
-    // Last, whatever the op: the script reads them as `ARGV[#ARGV - 3]` to `ARGV[#ARGV]`.
-    inv.arg(view.ops)
+    // Last, whatever the op: the script reads them from the end (its `TAIL`).
+    let gone: Vec<String> = view
+        .gone
+        .iter()
+        .filter(|&&id| id != 0)
+        .map(u64::to_string)
+        .collect();
+    inv.arg(gone.join(","))
+        .arg(view.ops)
         .arg(view.state)
         .arg(fixed.slot_ms)
         .arg(fixed.keep);
