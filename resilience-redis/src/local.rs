@@ -179,9 +179,10 @@ impl Local {
             if self.replaced.contains(&r.state) || (self.state != 0 && t.seq < self.state_call) {
                 // From a state replaced before this call's reply came: one seen replaced, or
                 // one never seen, by a call sent before the one that brought the newest
-                // state (older than it, then). The state that settled its report is lost:
-                // reported again (twice only makes the server hold less for us).
-                self.offline_unreported += reported;
+                // state (older than it, then). Its report is not sent again: that spending
+                // came from the lost lease's reservation, which is outside every pool this
+                // process saw (its rejoin rebuilds from them). Reported to the new state, it
+                // was charged to the new lease's reservation: quota lost (review helper-40).
                 return;
             }
             self.new_state(r.state, t.seq);

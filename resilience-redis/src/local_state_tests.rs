@@ -98,11 +98,16 @@ fn g7_a_state_seen_replaced_never_comes_back_whatever_the_calls_number() {
     assert_eq!((l.state, l.epoch, l.reserved()), (B, 90, 5));
 }
 
-/// A report settled by a state that was lost is reported again to the new one. Forgotten
-/// with the dropped reply (review helper-38), the new state never counted it.
+/// A report settled by a state that was lost is not reported again to the new one: it was
+/// spent from the lost lease's reservation, outside every pool the rejoin rebuilds from.
+/// Reported again (as it was for a while), the new state charged it to the new lease's
+/// reservation, and that quota was lost (review helper-40).
 #[test]
-fn g7_the_report_of_a_dropped_reply_of_a_lost_state_is_reported_again() {
+fn g7_the_report_of_a_dropped_reply_of_a_lost_state_is_not_reported_again() {
     let mut l = holding_a_lease_of_a();
+    // Call 2 reports 3 spent offline; call 3's reply brings the new state first.
+    l.offline_unreported = 3;
+    assert_eq!(l.take_report(), 3);
     l.apply(&reply(B, 100, 90, 5, 30), call(3, A, 9_000), 0, MARGIN);
     l.apply(
         &reply(A, 20_000, 9_000, 20, 99),
@@ -110,7 +115,8 @@ fn g7_the_report_of_a_dropped_reply_of_a_lost_state_is_reported_again() {
         3,
         MARGIN,
     );
-    assert_eq!(l.take_report(), 3);
+    assert_eq!(l.take_report(), 0);
+    assert_eq!(l.reserved(), 5, "nothing of it is still being reported");
 }
 
 #[test]
