@@ -10,18 +10,31 @@ use crate::script::{self, Op};
 use crate::test_server::{self as server, RedisServer};
 use crate::{QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig};
 use crate::{QuotaWait, SharedQuota};
-use resilience_core::clock::Clock;
+use resilience_core::clock::{BootClock, Clock};
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
+use resilience_core::sleep::{AsyncSleeper, SleepFuture, TokioSleeper};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A process under a shared rule of 10 creations a minute, on a server this test may flush.
 async fn creator(srv: &RedisServer, test: &str) -> (RedisQuota, SharedQuota) {
+    creator_sleeping_with(srv, test, Arc::new(TokioSleeper)).await
+}
+
+/// [`creator`], whose background tasks and waits sleep with `sleeper`.
+async fn creator_sleeping_with(
+    srv: &RedisServer,
+    test: &str,
+    sleeper: Arc<dyn AsyncSleeper>,
+) -> (RedisQuota, SharedQuota) {
     let cfg = RedisQuotaConfig::new(&srv.url)
         .prefix(server::prefix(test))
         .node("a")
         .timeouts(Duration::from_millis(500), Duration::from_millis(300))
         .reserve_share_permille(0);
-    let r = RedisQuota::connect(cfg).await.expect("connect");
+    let r = RedisQuota::connect_with(cfg, Arc::new(BootClock::new()), sleeper)
+        .await
+        .expect("connect");
     let pacing = Pacing {
         windows: vec![WindowRule::new(
             "creates",
@@ -122,4 +135,34 @@ async fn g7_g8_a_grant_whose_reply_was_not_read_counts_in_the_rebuilt_rule() {
     assert_eq!(wait.reason, QuotaWaitReason::Paced, "{wait:?}");
     assert_eq!(granted, 4, "10 - 5 logged - 1 not yet read");
     pending.settle(Some(reply.now_ms));
+}
+
+/// A sleeper that never wakes: the background tasks never get past their first sleep (no
+/// heartbeat, no reconnection), so a broken link stays broken.
+#[derive(Debug)]
+struct NeverWakes;
+
+impl AsyncSleeper for NeverWakes {
+    fn sleep(&self, _: Duration) -> SleepFuture {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Asks made while there is no connection were never judged: nothing of them counts in a
+/// later report. Given up on (as they were, review helper-40), each try during an outage
+/// counted as a grant in the rebuilt rule counts for a whole span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_an_ask_never_sent_counts_in_no_report() {
+    let Some(srv) = server::server() else { return };
+    let (_r, q) = creator_sleeping_with(&srv, "pace-unsent", Arc::new(NeverWakes)).await;
+    let (_, generation) = q.inner.link.current().expect("connected");
+    q.inner.link.broken(generation);
+    for _ in 0..3 {
+        let refused = q
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await;
+        assert!(!matches!(refused, Ok(QuotaDecision::Go(_))), "{refused:?}");
+    }
+    let log = q.state.pace_log.as_ref().expect("log").lock();
+    assert!(!log.due(q.inner.clock.now(), None), "an unsent ask counts");
 }

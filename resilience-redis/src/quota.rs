@@ -104,8 +104,10 @@ pub(crate) struct ResState {
 
 /// Why a call did not produce a reply.
 pub(crate) enum CallError {
-    /// Redis is unreachable (the connection was dropped).
-    Lost,
+    /// Redis is unreachable (no connection, the connection dropped, or the server would not
+    /// run scripts: loading, read-only, down). `ran`: the call may have been judged (it was
+    /// written, and no answer says it was not run).
+    Lost { ran: bool },
     /// Redis answered with an error.
     Server(RedisQuotaError),
 }
@@ -221,7 +223,7 @@ impl RedisQuota {
             state,
         };
         match self.inner.call(&quota.state, Op::Renew).await {
-            Ok(_) | Err(CallError::Lost) => Ok(quota),
+            Ok(_) | Err(CallError::Lost { .. }) => Ok(quota),
             Err(CallError::Server(e)) => {
                 // A resource this call made and nobody holds: not kept (its heartbeat would
                 // join for no one, and a retry with other settings would find it).
@@ -291,7 +293,7 @@ impl Inner {
     ) -> Result<Reply, CallError> {
         let Some((mut conn, generation)) = self.link.current() else {
             self.note_loss();
-            return Err(CallError::Lost);
+            return Err(CallError::Lost { ran: false });
         };
         self.call_on(&mut conn, generation, res, op, of).await
     }
@@ -320,6 +322,8 @@ impl Inner {
                 }
                 NextStep::Report => {}
             }
+            // The op was not judged (the script asked for the report first): a report lost
+            // on its way leaves it unjudged.
             let own = op.pending();
             let now = self.clock.now();
             let log = res
@@ -330,7 +334,11 @@ impl Inner {
             let report = Op::PaceReport {
                 log: log.unwrap_or_default(),
             };
-            self.call_once(conn, generation, res, &report, None).await?;
+            match self.call_once(conn, generation, res, &report, None).await {
+                Ok(_) => {}
+                Err(CallError::Lost { .. }) => return Err(CallError::Lost { ran: false }),
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -420,7 +428,9 @@ impl Inner {
         if is_loss(e) {
             self.link.broken(generation);
             self.note_loss();
-            CallError::Lost
+            // A server that would not run scripts answered: this one was not run.
+            let ran = !matches!(e.kind(), redis::ErrorKind::Server(_));
+            CallError::Lost { ran }
         } else {
             CallError::Server(self.server_error(&crate::error::clean(e)))
         }

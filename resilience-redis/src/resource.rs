@@ -116,7 +116,15 @@ impl SharedQuota {
             }
             // A pending ask is given up on when dropped: the call may have been judged.
             Err(CallError::Server(e)) => Err(e),
-            Err(CallError::Lost) => self.offline_acquire(cost),
+            Err(CallError::Lost { ran }) => {
+                if let (false, Some(p)) = (ran, pending) {
+                    // Never judged (never sent, or refused unrun): no grant to count. Given up
+                    // on, every try during an outage counted as a grant in the rebuilt rule
+                    // counts, and refused asks for a whole span after it (review helper-40).
+                    p.settle(None);
+                }
+                self.offline_acquire(cost)
+            }
         }?;
         if let QuotaDecision::Wait(w) = &mut decision {
             let round_trip = self.inner.clock.now().saturating_sub(asked);
@@ -326,7 +334,7 @@ impl SharedQuota {
     pub async fn renew(&self) -> Result<Settled, RedisQuotaError> {
         match self.inner.call(&self.state, Op::Renew).await {
             Ok(_) => Ok(Settled::Applied),
-            Err(CallError::Lost) => Ok(Settled::Local),
+            Err(CallError::Lost { .. }) => Ok(Settled::Local),
             Err(CallError::Server(e)) => Err(e),
         }
     }
@@ -359,7 +367,7 @@ impl SharedQuota {
     pub async fn snapshot(&self) -> Result<QuotaSnapshot, RedisQuotaError> {
         let reply = match self.inner.call(&self.state, Op::Snapshot).await {
             Ok(r) => Some(r),
-            Err(CallError::Lost) => None,
+            Err(CallError::Lost { .. }) => None,
             Err(CallError::Server(e)) => return Err(e),
         };
         let now = self.inner.clock.now();
@@ -398,7 +406,7 @@ impl SharedQuota {
         match self.inner.call_for(&self.state, op, Some(lease)).await {
             Ok(r) if r.status == script::FENCED => Ok(Settled::Fenced),
             Ok(_) => Ok(Settled::Applied),
-            Err(CallError::Lost) => Ok(Settled::Local),
+            Err(CallError::Lost { .. }) => Ok(Settled::Local),
             Err(CallError::Server(e)) => Err(e),
         }
     }

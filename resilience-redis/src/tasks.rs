@@ -66,7 +66,7 @@ async fn rejoin(inner: &Inner) {
         };
         match renewed {
             Ok(()) | Err(CallError::Server(_)) => {}
-            Err(CallError::Lost) => return,
+            Err(CallError::Lost { .. }) => return,
         }
         // A block this process met while Redis was lost is every process's news.
         let left = res.local.lock().blocked_for(inner.clock.now());
@@ -77,7 +77,7 @@ async fn rejoin(inner: &Inner) {
                 .await
             {
                 Ok(_) | Err(CallError::Server(_)) => {}
-                Err(CallError::Lost) => return,
+                Err(CallError::Lost { .. }) => return,
             }
         }
     }
