@@ -236,6 +236,8 @@ mod governed;
 mod grant;
 #[cfg(test)]
 mod held_report_tests;
+#[cfg(test)]
+mod held_roll_tests;
 mod link;
 mod local;
 #[cfg(test)]

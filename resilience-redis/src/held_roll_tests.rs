@@ -1,0 +1,310 @@
+//! G7, crate-internal: shares held past a reset that came earlier than some holder was told
+//! (a reset header another process read moved it), against the reports of their holders.
+//! The calls are sent as the holder would after a lost reply, which needs the script's own
+//! call; the server is a real, throwaway `redis-server`.
+
+use crate::held_report_tests::{
+    assert_held_counted, assert_paid, bare, carrier_and_ghost, ghost, ghost_refused, node_with_ttl,
+    renew, renew_as, renew_reply, rules, rules_over,
+};
+use crate::script;
+use crate::test_server as server;
+use crate::{QuotaSpec, SharedQuota};
+use resilience_core::governor::{Observation, Priority};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A lease ended live may be spent from offline until it would have expired, so past a reset
+/// that came earlier than its holder was told (a reset header moved it), as a live lease's
+/// reservation may: its held share is kept into the new window, where its holder's
+/// report settles it. Dropped at the roll (as it was), the new window's pool was whole and
+/// the holder's offline spending came on top of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_share_held_for_a_lease_ended_live_is_kept_past_an_earlier_reset() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-carry");
+    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
+    let ttl = Duration::from_secs(8);
+    let (_ru, u) = node_with_ttl(&srv.url, &p, "u", plain.clone(), ttl).await;
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", plain.shared_pacing(rules()), ttl).await;
+    let mine = u.snapshot().await.expect("u");
+    assert!(mine.reserved > 0, "u holds a reservation");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    assert_eq!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
+    let rolled = roll_early(&paced, grant).await;
+    assert!(rolled.held >= mine.reserved, "{rolled:?}");
+    assert!(rolled.pool + rolled.held <= rolled.limit, "{rolled:?}");
+    // u spent it all after the reset, offline, and says so before its lease would have
+    // expired: settled from the kept share, not given back.
+    assert_eq!(
+        renew(&u, mine.epoch, mine.reserved).await,
+        script::PACED_ELSEWHERE
+    );
+    let reported = paced.snapshot().await.expect("p");
+    assert_eq!(reported.held, rolled.held - mine.reserved, "{reported:?}");
+    assert!(reported.pool <= rolled.pool, "{reported:?} {rolled:?}");
+}
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).expect("clock").as_secs()
+}
+
+/// Moves the hour's window of `paced` (anchored by `grant`) to end in 1-2 s, as a reset
+/// header another process read would; the new reset, unix seconds.
+async fn move_reset_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> u64 {
+    let reset = unix(SystemTime::now()) + 2;
+    let reading = Observation::from_headers(
+        200,
+        [
+            ("x-ratelimit-remaining", "900".to_owned()),
+            ("x-ratelimit-reset", reset.to_string()),
+        ],
+    );
+    paced.observe(Some(grant), &reading).await.expect("observe");
+    reset
+}
+
+/// [`move_reset_early`], and returns once the window has rolled.
+async fn roll_early(paced: &SharedQuota, grant: crate::QuotaGrant) -> crate::QuotaSnapshot {
+    let reset = move_reset_early(paced, grant).await;
+    while unix(SystemTime::now()) < reset {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let rolled = paced.snapshot().await.expect("p");
+    assert!(
+        rolled
+            .reset_in
+            .is_none_or(|r| r > Duration::from_secs(3_000)),
+        "{rolled:?}"
+    );
+    rolled
+}
+
+/// What is held for a lease ended live stays held past an earlier reset, and after that
+/// lease would have expired, until its holder reports: cut off until then, the holder
+/// stopped spending, but reports only after. Returned at the lease's expiry (as it was,
+/// review helper-39), the pool was whole again and the report found nothing to pay it from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_share_held_past_an_earlier_reset_waits_for_its_holders_report() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-carry-late");
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
+    let ttl = Duration::from_secs(4);
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
+    let (epoch, grant, held) = ghost_refused(&paced).await;
+    let ended_at = std::time::Instant::now();
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, held, "{rolled:?}");
+    while ended_at.elapsed() < ttl + Duration::from_millis(300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let waiting = paced.snapshot().await.expect("p");
+    assert_eq!(waiting.held, held, "no report yet: {waiting:?}");
+    // The ghost is back: it spent all of it offline, after the real reset.
+    let g = ghost(&paced, 100, 1_000);
+    assert_eq!(
+        renew_as(&paced, &g, epoch, held).await,
+        script::PACED_ELSEWHERE
+    );
+    assert_paid(&paced, held).await;
+}
+
+/// The same for a live lease's hold (degraded mode: all of its reservation) at a reset
+/// earlier than its holder was told: cut off, the holder spends it after the real reset, its
+/// lease expires, and it reports only after. Returned at the lease's expiry (as it was,
+/// carried with no holder named), the report found nothing to pay it from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_waits_for_its_holders_report() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-late");
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(rules());
+    let ttl = Duration::from_secs(6);
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
+    let g = ghost(&paced, 100, 1_000);
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
+    assert!(joined.reserved > 0, "{joined:?}");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    // The ghost is cut off until its lease has expired (and been reaped).
+    while joined_at.elapsed() < ttl + Duration::from_millis(300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let waiting = paced.snapshot().await.expect("p");
+    assert_eq!(waiting.held, joined.reserved, "no report yet: {waiting:?}");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, joined.reserved).await,
+        script::PACED_ELSEWHERE
+    );
+    assert_paid(&paced, joined.reserved).await;
+}
+
+/// A live lease's hold past an earlier reset pays its holder's first report after the roll
+/// (the holder is back, and spends from its new reservation). The rest returns once the
+/// lease would have expired as the holder last heard: the reply may be lost, and the holder
+/// spend on from its old reservation until then. Returned at once (as it was, review
+/// helper-41), a lost reply let that spending come on top of a whole pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_pays_its_next_report_then_returns() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-back");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 10).await;
+    g.ttl_ms = 4_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
+    assert!(joined.reserved >= 10, "{joined:?}");
+    let rolled = roll_early_after_rules(&paced).await;
+    assert_eq!(rolled.held, 10, "{rolled:?}");
+    assert_held_counted(&paced).await;
+    // Back before its lease expired: it spent 3 of its hold after the real reset.
+    let bare = bare(&g);
+    assert_ne!(
+        renew_as(&paced, &bare, joined.epoch, 3).await,
+        script::PACED_ELSEWHERE
+    );
+    let reported = paced.snapshot().await.expect("p");
+    assert_eq!(
+        reported.held, 7,
+        "kept until the lease would have expired: {reported:?}"
+    );
+    assert_held_counted(&paced).await;
+    while joined_at.elapsed() < Duration::from_millis(4_300) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    renew_as(&paced, &bare, joined.epoch, 0).await;
+    assert_paid(&paced, 3).await;
+}
+
+/// The same, when the reply to the holder's first call after the roll is lost: cut off, it
+/// spends all of its old reservation (degraded mode), and reports it. Paid from the share
+/// kept for it, that report counts whole. Returned at the first call naming the lease (as it
+/// was), only the express allowance of it was charged: quota spent twice (review helper-41).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_outlives_a_lost_reply() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-lost");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
+    g.ttl_ms = 8_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved > 0, "{joined:?}");
+    let rolled = roll_early_after_rules(&paced).await;
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    let bare = bare(&g);
+    // Its renewal's reply never reaches it.
+    assert_ne!(
+        renew_as(&paced, &bare, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    assert_held_counted(&paced).await;
+    renew_as(&paced, &bare, joined.epoch, joined.reserved).await;
+    assert_paid(&paced, joined.reserved).await;
+    assert_held_counted(&paced).await;
+}
+
+/// A lease that expired after a reset earlier than its holder was told, but before the
+/// first call after that reset (which rolls the window), may have been spent from past the
+/// reset: its hold is kept too. Judged by the time of the roll (as it was), it was dropped,
+/// and its holder's report, coming later, found nothing to pay it from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_is_kept() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-expired-roll");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
+    g.ttl_ms = 4_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let joined_at = std::time::Instant::now();
+    assert!(joined.reserved > 0, "{joined:?}");
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    move_reset_early(&paced, grant).await;
+    // The reset passes, then the ghost's lease expires; only then does a call come.
+    while joined_at.elapsed() < Duration::from_millis(4_300) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let rolled = paced.snapshot().await.expect("p");
+    assert!(
+        rolled
+            .reset_in
+            .is_none_or(|r| r > Duration::from_secs(3_000)),
+        "{rolled:?}"
+    );
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    // The ghost, back, spent all of it after the real reset.
+    renew_as(&paced, &g, joined.epoch, joined.reserved).await;
+    assert_paid(&paced, joined.reserved).await;
+}
+
+/// A share kept at a rejoin (the holder's ended lease may still be spent from until it
+/// would have expired) is kept past a later reset that came earlier than told. Dropped at
+/// that roll (as it was earlier), the new window's pool was whole and the holder's offline
+/// spending came on top of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_share_kept_at_a_rejoin_is_kept_past_an_earlier_reset() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-rejoin-roll");
+    let brief = rules_over(Duration::from_millis(500));
+    let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(brief);
+    let ttl = Duration::from_secs(6);
+    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
+    let (epoch, grant, held) = ghost_refused(&paced).await;
+    // Once the counts are no longer live, the ghost rejoins: without a reservation or a
+    // hold this time, so all that is held is the ended lease's share.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let bare = ghost(&paced, 0, 0);
+    assert_ne!(
+        renew_as(&paced, &bare, epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    let rejoined = paced.snapshot().await.expect("p");
+    assert_eq!(rejoined.held, held, "{rejoined:?}");
+    let rolled = roll_early(&paced, grant).await;
+    assert_eq!(rolled.held, held, "{rolled:?}");
+    assert_eq!(rolled.pool + rolled.held, rolled.limit, "{rolled:?}");
+}
+
+/// Anchors the window with a counted grant, rolls it early ([`roll_early`]), and returns once
+/// the rules' counts no longer live (so the ghost is not refused).
+async fn roll_early_after_rules(paced: &SharedQuota) -> crate::QuotaSnapshot {
+    let granted_at = std::time::Instant::now();
+    let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
+    let rolled = roll_early(paced, grant).await;
+    while granted_at.elapsed() < Duration::from_millis(1_300) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    rolled
+}
+
+/// A live lease's share kept at an earlier reset is still there at a second one (its lease
+/// would not have expired yet), beside the lease's new hold; then the lease is ended with a
+/// share of its own. Each counts once in the state's `held`, and the hash holds both.
+/// Written to one key (as they were, review helper-41), the second overwrote the first, and
+/// `held` stayed above what any report could settle until the window ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_shares_held_twice_for_one_lease_are_both_counted() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-twice");
+    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 10).await;
+    g.ttl_ms = 12_000;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved >= 10, "{joined:?}");
+    let first = roll_early_after_rules(&paced).await;
+    assert_eq!(first.held, 10, "{first:?}");
+    // Back: a new reservation in the new window (the share stays: the lease is live).
+    let renewed = renew_reply(&paced, &g, joined.epoch, 0).await;
+    assert!(renewed.reserved >= 10, "{renewed:?}");
+    let second = roll_early_after_rules(&paced).await;
+    assert_eq!(second.held, 20, "{second:?}");
+    assert_held_counted(&paced).await;
+    // Topped up again, then refused (ended live): its hold joins the same key.
+    assert!(renew_reply(&paced, &g, joined.epoch, 0).await.reserved >= 10);
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(
+        renew_as(&paced, &g, joined.epoch, 0).await,
+        script::PACED_ELSEWHERE
+    );
+    assert_eq!(paced.snapshot().await.expect("p").held, 30);
+    assert_held_counted(&paced).await;
+}
