@@ -439,13 +439,19 @@ pub(crate) async fn call(
         Op::Snapshot => {}
     }
     // Last, whatever the op: the script reads them from the end (its `TAIL`).
-    let gone: Vec<String> = view
-        .gone
-        .iter()
-        .filter(|&&id| id != 0)
-        .map(u64::to_string)
-        .collect();
-    inv.arg(gone.join(","))
+    // Almost always none: no allocation then.
+    let gone = if view.gone[0] == 0 {
+        String::new()
+    } else {
+        let ids: Vec<String> = view
+            .gone
+            .iter()
+            .filter(|&&id| id != 0)
+            .map(u64::to_string)
+            .collect();
+        ids.join(",")
+    };
+    inv.arg(gone)
         .arg(view.ops)
         .arg(view.state)
         .arg(fixed.slot_ms)
