@@ -7,7 +7,7 @@ use crate::script::{self, Op, View};
 use crate::test_server as server;
 use crate::{QuotaSpec, RedisQuota, RedisQuotaConfig, SharedQuota};
 use resilience_core::governor::{Pacing, Priority, Selector, WindowRule};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 async fn node(url: &str, p: &str, name: &str, spec: QuotaSpec) -> (RedisQuota, SharedQuota) {
     node_with_ttl(url, p, name, spec, Duration::from_millis(1_500)).await
@@ -141,15 +141,13 @@ async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoi
         .await
         .expect("a counted grant");
     assert_eq!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
-    let ended_at = std::time::Instant::now();
+    let ended_at = Instant::now();
     // Once the counts are no longer live (their shortest life is a second), u rejoins.
     tokio::time::sleep(Duration::from_millis(1_300)).await;
     assert_ne!(renew(&u, mine.epoch, 0).await, script::PACED_ELSEWHERE);
     let rejoined = paced.snapshot().await.expect("p");
     assert!(rejoined.held >= mine.reserved, "{rejoined:?}");
-    while ended_at.elapsed() < ttl + Duration::from_millis(300) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_past(ended_at, ttl + Duration::from_millis(300)).await;
     let after = paced.snapshot().await.expect("p");
     assert_eq!(after.held, 0, "{after:?}");
 }
@@ -163,31 +161,15 @@ async fn g7_g8_a_share_held_for_an_ended_lease_comes_back_after_its_holder_rejoi
 async fn g7_g8_a_rejoin_whose_reply_was_lost_still_pays_the_old_leases_spending() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-rejoin-lost");
-    let brief = QuotaSpec::new(1_000, Duration::from_secs(3_600))
-        .shared_pacing(rules_over(Duration::from_millis(500)));
-    let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", brief, Duration::from_secs(60)).await;
-    let mut g = ghost(&paced, 100, 1_000);
-    g.ttl_ms = 3_000;
-    let joined = renew_reply(&paced, &g, 0, 0).await;
-    let joined_at = std::time::Instant::now();
-    assert!(joined.reserved > 0, "{joined:?}");
-    let _ = paced
-        .acquire(1, Priority::P1)
-        .await
-        .expect("a counted grant");
-    assert_eq!(
-        renew_as(&paced, &g, joined.epoch, 0).await,
-        script::PACED_ELSEWHERE
-    );
+    let (_rp, paced, g, joined, joined_at) = ghost_joined(&srv.url, &p, 1_000, 3_000).await;
+    refused(&paced, &g, joined.epoch).await;
     // Once the counts are no longer live, the ghost rejoins; that reply never reaches it.
     tokio::time::sleep(Duration::from_millis(1_300)).await;
     let rejoined = renew_reply(&paced, &g, joined.epoch, 0).await;
     assert_ne!(rejoined.epoch, joined.epoch, "{rejoined:?}");
     // Both leases expire (the new one is reaped); then the ghost is back and reports, under
     // the old epoch, that it spent all of the old reservation.
-    while joined_at.elapsed() < Duration::from_millis(1_300 + 3_500) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_past(joined_at, Duration::from_millis(1_300 + 3_500)).await;
     let before = paced.snapshot().await.expect("p");
     renew_as(&paced, &g, joined.epoch, joined.reserved).await;
     let after = paced.snapshot().await.expect("p");
@@ -286,28 +268,16 @@ pub(crate) async fn assert_held_counted(q: &SharedQuota) {
 async fn g7_g8_a_report_is_paid_from_every_share_held_for_its_node() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-both");
-    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
-    g.ttl_ms = 4_000;
-    let joined = renew_reply(&paced, &g, 0, 0).await;
-    assert!(joined.reserved > 0, "{joined:?}");
-    let _ = paced
-        .acquire(1, Priority::P1)
-        .await
-        .expect("a counted grant");
-    assert_eq!(
-        renew_as(&paced, &g, joined.epoch, 0).await,
-        script::PACED_ELSEWHERE
-    );
+    let (_rp, paced, g, joined, _) = ghost_joined(&srv.url, &p, 1_000, 4_000).await;
+    refused(&paced, &g, joined.epoch).await;
     // Once the counts are no longer live, it rejoins (the old share kept for the node) ...
     tokio::time::sleep(Duration::from_millis(1_300)).await;
     let rejoined = renew_reply(&paced, &g, joined.epoch, 0).await;
-    let rejoined_at = std::time::Instant::now();
+    let rejoined_at = Instant::now();
     assert_ne!(rejoined.status, script::PACED_ELSEWHERE, "{rejoined:?}");
     assert!(rejoined.reserved > 0, "{rejoined:?}");
     // ... and is cut off until the new lease has expired (and been reaped: held too).
-    while rejoined_at.elapsed() < Duration::from_millis(4_300) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_past(rejoined_at, Duration::from_millis(4_300)).await;
     let before = paced.snapshot().await.expect("p");
     let spent = joined.reserved + rejoined.reserved;
     assert_eq!(before.held, spent, "{before:?}");
@@ -334,14 +304,7 @@ async fn g7_a_new_state_keeps_nothing_of_a_lost_ones_leases_or_held_shares() {
     let p = server::prefix("held-new-state");
     let (_rp, paced, g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
     let joined = renew_reply(&paced, &g, 0, 0).await;
-    let _ = paced
-        .acquire(1, Priority::P1)
-        .await
-        .expect("a counted grant");
-    assert_eq!(
-        renew_as(&paced, &g, joined.epoch, 0).await,
-        script::PACED_ELSEWHERE
-    );
+    refused(&paced, &g, joined.epoch).await;
     assert!(paced.snapshot().await.expect("p").held > 0);
     let (mut conn, _) = paced.inner.link.current().expect("connected");
     let _: () = redis::cmd("DEL")
@@ -359,4 +322,39 @@ async fn g7_a_new_state_keeps_nothing_of_a_lost_ones_leases_or_held_shares() {
         .await
         .expect("HLEN");
     assert_eq!(leases, 1, "the ghost's new lease only");
+}
+
+/// [`carrier_and_ghost`], and the ghost joins with a lease of `ttl_ms`: its reply, and when.
+pub(crate) async fn ghost_joined(
+    url: &str,
+    p: &str,
+    hold: u64,
+    ttl_ms: u64,
+) -> (
+    RedisQuota,
+    SharedQuota,
+    script::Fixed,
+    script::Reply,
+    Instant,
+) {
+    let (r, paced, mut g) = carrier_and_ghost(url, p, hold).await;
+    g.ttl_ms = ttl_ms;
+    let joined = renew_reply(&paced, &g, 0, 0).await;
+    assert!(joined.reserved > 0, "{joined:?}");
+    (r, paced, g, joined, Instant::now())
+}
+
+/// Returns once `after` has passed since `since`.
+pub(crate) async fn wait_past(since: Instant, after: Duration) {
+    tokio::time::sleep(after.saturating_sub(since.elapsed())).await;
+}
+
+/// `paced` makes a grant counted in its shared rules, and the ghost `g`, without them, is
+/// refused under its lease `epoch` (which ends live).
+pub(crate) async fn refused(paced: &SharedQuota, g: &script::Fixed, epoch: u64) {
+    let _ = paced
+        .acquire(1, Priority::P1)
+        .await
+        .expect("a counted grant");
+    assert_eq!(renew_as(paced, g, epoch, 0).await, script::PACED_ELSEWHERE);
 }

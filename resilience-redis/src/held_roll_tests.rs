@@ -4,14 +4,14 @@
 //! call; the server is a real, throwaway `redis-server`.
 
 use crate::held_report_tests::{
-    assert_held_counted, assert_paid, bare, carrier_and_ghost, ghost, ghost_refused, node_with_ttl,
-    renew, renew_as, renew_reply, rules, rules_over,
+    assert_held_counted, assert_paid, bare, ghost, ghost_joined, ghost_refused, node_with_ttl,
+    refused, renew, renew_as, renew_reply, rules, rules_over, wait_past,
 };
 use crate::script;
 use crate::test_server as server;
 use crate::{QuotaSpec, SharedQuota};
 use resilience_core::governor::{Observation, Priority};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A lease ended live may be spent from offline until it would have expired, so past a reset
 /// that came earlier than its holder was told (a reset header moved it), as a live lease's
@@ -92,12 +92,10 @@ async fn g7_g8_a_share_held_past_an_earlier_reset_waits_for_its_holders_report()
     let ttl = Duration::from_secs(4);
     let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
     let (epoch, grant, held) = ghost_refused(&paced).await;
-    let ended_at = std::time::Instant::now();
+    let ended_at = Instant::now();
     let rolled = roll_early(&paced, grant).await;
     assert_eq!(rolled.held, held, "{rolled:?}");
-    while ended_at.elapsed() < ttl + Duration::from_millis(300) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_past(ended_at, ttl + Duration::from_millis(300)).await;
     let waiting = paced.snapshot().await.expect("p");
     assert_eq!(waiting.held, held, "no report yet: {waiting:?}");
     // The ghost is back: it spent all of it offline, after the real reset.
@@ -122,15 +120,13 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_waits_for_its_holders_re
     let (_rp, paced) = node_with_ttl(&srv.url, &p, "p", spec, ttl).await;
     let g = ghost(&paced, 100, 1_000);
     let joined = renew_reply(&paced, &g, 0, 0).await;
-    let joined_at = std::time::Instant::now();
+    let joined_at = Instant::now();
     assert!(joined.reserved > 0, "{joined:?}");
     let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
     let rolled = roll_early(&paced, grant).await;
     assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
     // The ghost is cut off until its lease has expired (and been reaped).
-    while joined_at.elapsed() < ttl + Duration::from_millis(300) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_past(joined_at, ttl + Duration::from_millis(300)).await;
     let waiting = paced.snapshot().await.expect("p");
     assert_eq!(waiting.held, joined.reserved, "no report yet: {waiting:?}");
     assert_eq!(
@@ -149,10 +145,7 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_waits_for_its_holders_re
 async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_pays_its_next_report_then_returns() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-live-back");
-    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 10).await;
-    g.ttl_ms = 4_000;
-    let joined = renew_reply(&paced, &g, 0, 0).await;
-    let joined_at = std::time::Instant::now();
+    let (_rp, paced, g, joined, joined_at) = ghost_joined(&srv.url, &p, 10, 4_000).await;
     assert!(joined.reserved >= 10, "{joined:?}");
     let rolled = roll_early_after_rules(&paced).await;
     assert_eq!(rolled.held, 10, "{rolled:?}");
@@ -169,9 +162,7 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_pays_its_next_report_the
         "kept until the lease would have expired: {reported:?}"
     );
     assert_held_counted(&paced).await;
-    while joined_at.elapsed() < Duration::from_millis(4_300) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_past(joined_at, Duration::from_millis(4_300)).await;
     renew_as(&paced, &bare, joined.epoch, 0).await;
     assert_paid(&paced, 3).await;
 }
@@ -184,10 +175,7 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_pays_its_next_report_the
 async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_outlives_a_lost_reply() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-live-lost");
-    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
-    g.ttl_ms = 8_000;
-    let joined = renew_reply(&paced, &g, 0, 0).await;
-    assert!(joined.reserved > 0, "{joined:?}");
+    let (_rp, paced, g, joined, _) = ghost_joined(&srv.url, &p, 1_000, 8_000).await;
     let rolled = roll_early_after_rules(&paced).await;
     assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
     let bare = bare(&g);
@@ -210,17 +198,11 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_outlives_a_lost_reply() 
 async fn g7_g8_a_hold_of_a_lease_expired_between_an_earlier_reset_and_the_roll_is_kept() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-expired-roll");
-    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 1_000).await;
-    g.ttl_ms = 4_000;
-    let joined = renew_reply(&paced, &g, 0, 0).await;
-    let joined_at = std::time::Instant::now();
-    assert!(joined.reserved > 0, "{joined:?}");
+    let (_rp, paced, g, joined, joined_at) = ghost_joined(&srv.url, &p, 1_000, 4_000).await;
     let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
     move_reset_early(&paced, grant).await;
     // The reset passes, then the ghost's lease expires; only then does a call come.
-    while joined_at.elapsed() < Duration::from_millis(4_300) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_past(joined_at, Duration::from_millis(4_300)).await;
     let rolled = paced.snapshot().await.expect("p");
     assert!(
         rolled
@@ -265,12 +247,10 @@ async fn g7_g8_a_share_kept_at_a_rejoin_is_kept_past_an_earlier_reset() {
 /// Anchors the window with a counted grant, rolls it early ([`roll_early`]), and returns once
 /// the rules' counts no longer live (so the ghost is not refused).
 async fn roll_early_after_rules(paced: &SharedQuota) -> crate::QuotaSnapshot {
-    let granted_at = std::time::Instant::now();
+    let granted_at = Instant::now();
     let grant = paced.acquire(1, Priority::P1).await.expect("anchor");
     let rolled = roll_early(paced, grant).await;
-    while granted_at.elapsed() < Duration::from_millis(1_300) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_past(granted_at, Duration::from_millis(1_300)).await;
     rolled
 }
 
@@ -283,9 +263,7 @@ async fn roll_early_after_rules(paced: &SharedQuota) -> crate::QuotaSnapshot {
 async fn g7_g8_shares_held_twice_for_one_lease_are_both_counted() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-twice");
-    let (_rp, paced, mut g) = carrier_and_ghost(&srv.url, &p, 10).await;
-    g.ttl_ms = 12_000;
-    let joined = renew_reply(&paced, &g, 0, 0).await;
+    let (_rp, paced, g, joined, _) = ghost_joined(&srv.url, &p, 10, 12_000).await;
     assert!(joined.reserved >= 10, "{joined:?}");
     let first = roll_early_after_rules(&paced).await;
     assert_eq!(first.held, 10, "{first:?}");
@@ -297,14 +275,7 @@ async fn g7_g8_shares_held_twice_for_one_lease_are_both_counted() {
     assert_held_counted(&paced).await;
     // Topped up again, then refused (ended live): its hold joins the same key.
     assert!(renew_reply(&paced, &g, joined.epoch, 0).await.reserved >= 10);
-    let _ = paced
-        .acquire(1, Priority::P1)
-        .await
-        .expect("a counted grant");
-    assert_eq!(
-        renew_as(&paced, &g, joined.epoch, 0).await,
-        script::PACED_ELSEWHERE
-    );
+    refused(&paced, &g, joined.epoch).await;
     assert_eq!(paced.snapshot().await.expect("p").held, 30);
     assert_held_counted(&paced).await;
 }

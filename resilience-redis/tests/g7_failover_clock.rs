@@ -187,26 +187,35 @@ async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_after_a_new_proces
 async fn g7_a_state_rolled_back_behind_a_reply_is_rebuilt_as_a_loss() {
     let Some(srv) = server() else { return };
     let p = prefix("rolled-back");
-    let c = cfg(&srv.url, &p, "a").reserve_share_permille(0);
-    let (_ra, a) = quota(c, 1_000, MS(3_600_000)).await;
+    let (_ra, a) = unreserved(&srv, &p, "a").await;
     touch(&a).await;
     let id = state_field(&srv, &p, "id");
-    let (state, copy) = (key(&p, "q"), key(&p, "q-copy"));
-    let copied = srv.cmd(&format!("COPY {state} {copy}")).unwrap_or_default();
-    assert_eq!(copied.trim(), ":1", "{copied}");
+    save(&srv, &p, "q");
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 900, "{seen}");
-    let restored = srv
-        .cmd(&format!("COPY {copy} {state} REPLACE"))
-        .unwrap_or_default();
-    assert_eq!(restored.trim(), ":1", "{restored}");
+    restore(&srv, &p, "q");
     a.renew().await.expect("renew");
     assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
-    let pool = state_field(&srv, &p, "pool");
+    assert_rebuilt_within(&srv, &p, seen);
+}
+
+/// A process without a reservation, under a limit of 1000 an hour.
+async fn unreserved(srv: &RedisServer, p: &str, name: &str) -> (RedisQuota, SharedQuota) {
+    quota(
+        cfg(&srv.url, p, name).reserve_share_permille(0),
+        1_000,
+        MS(3_600_000),
+    )
+    .await
+}
+
+/// The state was rebuilt no higher than `seen`, the pool a process last read.
+fn assert_rebuilt_within(srv: &RedisServer, p: &str, seen: u64) {
+    let pool = state_field(srv, p, "pool");
     assert!(
         pool <= seen as i64,
-        "the rebuilt pool ({pool}) is above what a saw ({seen})"
+        "the rebuilt pool ({pool}) is above what the process saw ({seen})"
     );
 }
 
@@ -235,18 +244,8 @@ fn restore(srv: &RedisServer, p: &str, k: &str) {
 async fn g7_a_rollback_is_found_after_other_processes_moved_the_state_past_it() {
     let Some(srv) = server() else { return };
     let p = prefix("rolled-back-busy");
-    let (_ra, a) = quota(
-        cfg(&srv.url, &p, "a").reserve_share_permille(0),
-        1_000,
-        MS(3_600_000),
-    )
-    .await;
-    let (_rb, b) = quota(
-        cfg(&srv.url, &p, "b").reserve_share_permille(0),
-        1_000,
-        MS(3_600_000),
-    )
-    .await;
+    let (_ra, a) = unreserved(&srv, &p, "a").await;
+    let (_rb, b) = unreserved(&srv, &p, "b").await;
     touch(&a).await;
     touch(&b).await;
     let id = state_field(&srv, &p, "id");
@@ -264,11 +263,7 @@ async fn g7_a_rollback_is_found_after_other_processes_moved_the_state_past_it() 
     assert_eq!(state_field(&srv, &p, "id"), id, "b saw nothing lost");
     a.renew().await.expect("renew");
     assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
-    let pool = state_field(&srv, &p, "pool");
-    assert!(
-        pool <= seen as i64,
-        "the rebuilt pool ({pool}) is above what a saw ({seen})"
-    );
+    assert_rebuilt_within(&srv, &p, seen);
 }
 
 /// A state Redis lost, then replaced with a new one, comes back (a restore of an older
@@ -279,12 +274,7 @@ async fn g7_a_rollback_is_found_after_other_processes_moved_the_state_past_it() 
 async fn g7_a_replaced_state_that_comes_back_is_rebuilt_as_a_loss() {
     let Some(srv) = server() else { return };
     let p = prefix("came-back");
-    let (_ra, a) = quota(
-        cfg(&srv.url, &p, "a").reserve_share_permille(0),
-        1_000,
-        MS(3_600_000),
-    )
-    .await;
+    let (_ra, a) = unreserved(&srv, &p, "a").await;
     touch(&a).await;
     let old = state_field(&srv, &p, "id");
     save(&srv, &p, "q");
@@ -303,9 +293,5 @@ async fn g7_a_replaced_state_that_comes_back_is_rebuilt_as_a_loss() {
     a.renew().await.expect("renew");
     let id = state_field(&srv, &p, "id");
     assert!(id != old && id != new, "rebuilt: {id} ({old} came back)");
-    let pool = state_field(&srv, &p, "pool");
-    assert!(
-        pool <= seen as i64,
-        "the rebuilt pool ({pool}) is above what a saw ({seen})"
-    );
+    assert_rebuilt_within(&srv, &p, seen);
 }
