@@ -279,3 +279,38 @@ async fn g7_g8_shares_held_twice_for_one_lease_are_both_counted() {
     assert_eq!(paced.snapshot().await.expect("p").held, 30);
     assert_held_counted(&paced).await;
 }
+
+/// A live lease's share kept at an earlier reset, when its holder leaves (shuts down)
+/// before the lease would have expired. The leave's report holds all it spent (its lanes
+/// shut before the call), and the server returns the whole reservation: the share's rest
+/// returns too. Kept until a later call names the lease (none ever does: the process is
+/// gone), it stayed held until the window ended (review helper-42).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_returns_when_its_holder_leaves() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-leave");
+    let (_rp, paced, g, joined, _) = ghost_joined(&srv.url, &p, 10, 12_000).await;
+    assert!(joined.reserved >= 10, "{joined:?}");
+    let rolled = roll_early_after_rules(&paced).await;
+    assert_eq!(rolled.held, 10, "{rolled:?}");
+    // It spent 3 of its hold after the real reset, and leaves.
+    let (mut conn, _) = paced.inner.link.current().expect("connected");
+    let view = script::View {
+        epoch: joined.epoch,
+        offline_spent: 3,
+        state: paced.state.local.lock().state,
+        ..script::View::default()
+    };
+    let left = script::call(
+        &mut conn,
+        &bare(&g),
+        &view,
+        &script::Op::Leave { log: Vec::new() },
+    )
+    .await
+    .expect("call")
+    .expect("reply");
+    assert_ne!(left.status, script::FENCED, "{left:?}");
+    assert_held_counted(&paced).await;
+    assert_paid(&paced, 3).await;
+}

@@ -250,7 +250,9 @@ local function settle_report(l)
   -- lease) or at its rejoin (`take_held`: under 'r', for the lease before this one): the
   -- report is paid from it. The rest returns once nothing more can be spent from it
   -- offline: the rejoin's once the caller names this lease (it has heard of it); the
-  -- roll's once this lease would have expired as its holder last heard. Returned at once
+  -- roll's once this lease would have expired as its holder last heard, or at its leave
+  -- (the holder stopped spending before it sent it; kept, it stayed held until the window
+  -- ended, review helper-42). Returned at once
   -- (as it was), a lost reply left the holder spending its old reservation offline, and its
   -- report found nothing to pay it from (review helper-41: spent twice). (A report of the
   -- older lease still on its way is paid below, as any late one.)
@@ -261,7 +263,7 @@ local function settle_report(l)
         local paid = math.min(h, spent_off - cut)
         s.held, s.ledger, cut, h = s.held - paid, s.ledger + paid, cut + paid, h - paid
         local named = epoch == l.epoch
-        if named and (now >= u or hk == node .. ':r') then
+        if named and (now >= u or hk == node .. ':r' or op == 'leave') then
           s.held, s.pool = s.held - h, s.pool + h
           redis.call('HDEL', K_H, hk)
           publish()
