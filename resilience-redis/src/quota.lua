@@ -80,7 +80,9 @@ if raw then
   local behind = false
   if v_state == s.id then
     local o = tonumber(string.match(redis.call('HGET', K_L, node) or '', ':(%d+)$'))
-    behind = v_ops > s.ops or (o ~= nil and v_ops > o)
+    -- A lease this state never issued (epochs come from its `seq` alone) is one of the lost
+    -- writes too: a caller that joined after the copy has no record in it (review helper-43).
+    behind = v_ops > s.ops or (o ~= nil and v_ops > o) or epoch > s.seq
   elseif v_gone ~= '' then
     behind = string.find(',' .. v_gone .. ',', string.format(',%d,', s.id), 1, true) ~= nil
   end

@@ -295,3 +295,32 @@ async fn g7_a_replaced_state_that_comes_back_is_rebuilt_as_a_loss() {
     assert!(id != old && id != new, "rebuilt: {id} ({old} came back)");
     assert_rebuilt_within(&srv, &p, seen);
 }
+
+/// The same when the process joined after the copy was taken: the restored leases have no
+/// record of it, and other processes' calls moved the state's counter past its newest reply
+/// again. Its lease's epoch is still past every epoch the restored state has issued (its
+/// `seq`): only a state behind it could say so (review helper-43).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_rollback_is_found_by_a_lease_the_restored_state_never_issued() {
+    let Some(srv) = server() else { return };
+    let p = prefix("rolled-back-unissued");
+    let (_rb, b) = unreserved(&srv, &p, "b").await;
+    touch(&b).await;
+    let id = state_field(&srv, &p, "id");
+    save(&srv, &p, "q");
+    save(&srv, &p, "l");
+    let (_ra, a) = unreserved(&srv, &p, "a").await;
+    let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
+    let seen = a.snapshot().await.expect("a").pool;
+    assert!(seen <= 900, "{seen}");
+    let lost_calls = state_field(&srv, &p, "ops");
+    restore(&srv, &p, "q");
+    restore(&srv, &p, "l");
+    while state_field(&srv, &p, "ops") <= lost_calls + 2 {
+        b.snapshot().await.expect("b");
+    }
+    assert_eq!(state_field(&srv, &p, "id"), id, "b saw nothing lost");
+    a.renew().await.expect("renew");
+    assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
+    assert_rebuilt_within(&srv, &p, seen);
+}
