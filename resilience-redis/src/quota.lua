@@ -254,10 +254,10 @@ local function settle_report(l)
   -- offline: the rejoin's once the caller names this lease (it has heard of it); the
   -- roll's once this lease would have expired as its holder last heard, or at its leave
   -- (the holder stopped spending before it sent it; kept, it stayed held until the window
-  -- ended, review helper-42). Returned at once
-  -- (as it was), a lost reply left the holder spending its old reservation offline, and its
-  -- report found nothing to pay it from (review helper-41: spent twice). (A report of the
-  -- older lease still on its way is paid below, as any late one.)
+  -- ended, review helper-42). Returned at the first call naming the lease (as it was), a
+  -- lost reply left the holder spending its old reservation offline, and its report found
+  -- nothing to pay it from (review helper-41: spent twice). (A report of the older lease
+  -- still on its way is paid below, as any late one.)
   if s.held > 0 then
     for _, hk in ipairs({node .. ':' .. d(l.epoch), node .. ':r'}) do
       local h, u = held_at(hk)
