@@ -83,7 +83,10 @@ if raw then
     -- A lease this state never issued (epochs come from its `seq` alone) is one of the lost
     -- writes too: a caller that joined after the copy has no record in it (review helper-43).
     behind = v_ops > s.ops or (o ~= nil and v_ops > o) or epoch > s.seq
-  elseif v_gone ~= '' then
+  end
+  -- Whatever state the call names (a stale call, made for a grant of a replaced state, names
+  -- that one, with the newer state's counter; review helper-43).
+  if not behind and v_gone ~= '' then
     behind = string.find(',' .. v_gone .. ',', string.format(',%d,', s.id), 1, true) ~= nil
   end
   if behind then s = {} end

@@ -131,3 +131,59 @@ async fn g7_a_reply_naming_no_lease_is_not_taken_for_a_rollback() {
     let again = renew(&a, &g, &newest).await;
     assert_eq!(again.state, state, "not rebuilt: {again:?}");
 }
+
+/// A state the process saw replaced comes back, and a stale call (a release of a grant of
+/// that state, `call_for` with its lease) names it: the gone list must still find it. The
+/// state was born on a host whose clock was ahead (its counters above the new state's), so
+/// the counter the call carries (the new state's) is below it and below the lease record:
+/// with the gone list read only for calls naming another state, nothing saw the comeback
+/// (review helper-43).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_state_seen_replaced_is_found_by_a_stale_call_naming_it() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("gone-stale");
+    let k = |x: &str| format!("{{{p}:core}}:{x}");
+    let (_ra, a) = node(&srv.url, &p, "a", 0).await;
+    let _anchor = a.acquire(1, Priority::P1).await.expect("anchor");
+    // Three hours ahead, as g7_failover_clock's `move_counters_ahead`.
+    let ahead = "local D = 10800000 * 1000 \
+        local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) \
+        s.seq = s.seq + D s.ops = s.ops + D s.win = s.win + D \
+        redis.call('SET', KEYS[1], cmsgpack.pack(s)) \
+        for _, n in ipairs(redis.call('HKEYS', KEYS[2])) do \
+          local e, r, w, o, x, c = string.match(redis.call('HGET', KEYS[2], n), \
+            '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$') \
+          redis.call('HSET', KEYS[2], n, string.format('%d:%s:%d:%s:%s:%d', \
+            tonumber(e) + D, r, tonumber(w) + D, o, x, tonumber(c) + D)) \
+        end \
+        return 1";
+    let moved = srv.cmd(&format!("EVAL \"{ahead}\" 2 {} {}", k("q"), k("l")));
+    assert_eq!(moved.as_deref().map(str::trim), Some(":1"), "{moved:?}");
+    a.renew().await.expect("renew");
+    let old = a.state.local.lock().lease();
+    for x in ["q", "l"] {
+        let c = srv.cmd(&format!("COPY {} {}-copy", k(x), k(x)));
+        assert_eq!(c.as_deref().map(str::trim), Some(":1"), "{c:?}");
+    }
+    let del = srv.cmd(&format!("DEL {}", k("q")));
+    assert_eq!(del.as_deref().map(str::trim), Some(":1"), "{del:?}");
+    a.renew().await.expect("renew");
+    a.renew().await.expect("rejoined");
+    let new = a.state.local.lock().state;
+    assert_ne!(new, old.state, "a new state");
+    for x in ["q", "l"] {
+        let c = srv.cmd(&format!("COPY {}-copy {} REPLACE", k(x), k(x)));
+        assert_eq!(c.as_deref().map(str::trim), Some(":1"), "{c:?}");
+    }
+    // The stale call, as `call_once` builds it for `of = Some(old)`.
+    let mut view = a.state.local.lock().view(0);
+    view.epoch = old.epoch;
+    view.state = old.state;
+    assert!(view.gone.contains(&old.state), "{view:?}");
+    let (mut conn, _) = a.inner.link.current().expect("connected");
+    let r = script::call(&mut conn, &a.state.fixed, &view, &Op::Snapshot)
+        .await
+        .expect("call")
+        .expect("reply");
+    assert!(r.state != old.state && r.state != new, "rebuilt: {r:?}");
+}
