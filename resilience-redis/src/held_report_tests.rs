@@ -260,6 +260,36 @@ pub(crate) async fn assert_held_counted(q: &SharedQuota) {
     assert_eq!(held, sum, "held {held}, the hash {entries:?}");
 }
 
+/// A ghost refused, then rejoined once the counts are no longer live (its old share kept for
+/// the node), then cut off until its new lease expired and was reaped (that lease's share
+/// held too). Returns the carrier, the ghost, its last epoch, what both shares hold, and
+/// the carrier's snapshot then.
+async fn two_shares_held(
+    url: &str,
+    p: &str,
+) -> (
+    RedisQuota,
+    SharedQuota,
+    script::Fixed,
+    u64,
+    u64,
+    crate::QuotaSnapshot,
+) {
+    let (r, paced, g, joined, _) = ghost_joined(url, p, 1_000, 4_000).await;
+    refused(&paced, &g, joined.epoch).await;
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let rejoined = renew_reply(&paced, &g, joined.epoch, 0).await;
+    let rejoined_at = Instant::now();
+    assert_ne!(rejoined.status, script::PACED_ELSEWHERE, "{rejoined:?}");
+    assert!(rejoined.reserved > 0, "{rejoined:?}");
+    wait_past(rejoined_at, Duration::from_millis(4_300)).await;
+    let before = paced.snapshot().await.expect("p");
+    let both = joined.reserved + rejoined.reserved;
+    assert_eq!(before.held, both, "{before:?}");
+    assert_held_counted(&paced).await;
+    (r, paced, g, rejoined.epoch, both, before)
+}
+
 /// A node can have a share held for its ended lease and one kept at its rejoin (for the lease
 /// before): a holder that rejoined, then was cut off until its new lease expired. Its report
 /// under the new lease is paid from both. Paid from the first found only (as it was, review
@@ -268,28 +298,35 @@ pub(crate) async fn assert_held_counted(q: &SharedQuota) {
 async fn g7_g8_a_report_is_paid_from_every_share_held_for_its_node() {
     let Some(srv) = server::server() else { return };
     let p = server::prefix("held-both");
-    let (_rp, paced, g, joined, _) = ghost_joined(&srv.url, &p, 1_000, 4_000).await;
-    refused(&paced, &g, joined.epoch).await;
-    // Once the counts are no longer live, it rejoins (the old share kept for the node) ...
-    tokio::time::sleep(Duration::from_millis(1_300)).await;
-    let rejoined = renew_reply(&paced, &g, joined.epoch, 0).await;
-    let rejoined_at = Instant::now();
-    assert_ne!(rejoined.status, script::PACED_ELSEWHERE, "{rejoined:?}");
-    assert!(rejoined.reserved > 0, "{rejoined:?}");
-    // ... and is cut off until the new lease has expired (and been reaped: held too).
-    wait_past(rejoined_at, Duration::from_millis(4_300)).await;
-    let before = paced.snapshot().await.expect("p");
-    let spent = joined.reserved + rejoined.reserved;
-    assert_eq!(before.held, spent, "{before:?}");
-    assert_held_counted(&paced).await;
+    let (_rp, paced, g, epoch, spent, before) = two_shares_held(&srv.url, &p).await;
     // Back: it spent both, and reports under the lease it last heard of.
-    renew_as(&paced, &g, rejoined.epoch, spent).await;
+    renew_as(&paced, &g, epoch, spent).await;
     let after = paced.snapshot().await.expect("p");
     assert_eq!(after.held, 0, "{after:?}");
     assert_eq!(
         after.pool + after.reserved_total,
         before.pool + before.reserved_total,
         "what it spent counts: {before:?} {after:?}"
+    );
+    assert_held_counted(&paced).await;
+}
+
+/// The same holder spent nothing: both shares return, less its express allowance (`keep`)
+/// held back once, since its lane spends at most that unreported, from whichever lease. Held
+/// back per share (as it was, review helper-42), the pool stayed lower for nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_shares_returned_together_hold_back_the_express_allowance_once() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-both-keep");
+    let (_rp, paced, mut g, epoch, both, before) = two_shares_held(&srv.url, &p).await;
+    g.keep = 5;
+    renew_as(&paced, &g, epoch, 0).await;
+    let after = paced.snapshot().await.expect("p");
+    assert_eq!(after.held, 0, "{after:?}");
+    assert_eq!(
+        after.pool + after.reserved_total,
+        before.pool + before.reserved_total + both - 5,
+        "{before:?} {after:?}"
     );
     assert_held_counted(&paced).await;
 }

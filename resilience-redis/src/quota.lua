@@ -452,7 +452,9 @@ local function take_held(rejoin)
     end
   end
   if #found == 0 then return false end
-  local rest = spent_off
+  -- `keep` is held back once: the node's express lane spends at most that unreported, from
+  -- whichever lease (held back per share, as it was, the pool stayed lower for nothing).
+  local rest, withheld = spent_off, keep
   for _, e in ipairs(found) do
     local hk, h, live_until = e[1], e[2], e[3]
     local spent = math.min(h, rest)
@@ -463,8 +465,10 @@ local function take_held(rejoin)
     if now < live_until and h > 0 then
       hold_add(rejoin and (node .. ':r') or hk, h, live_until)
     else
+      local w = math.min(h, withheld)
+      withheld = withheld - w
       s.held = s.held - h
-      s.pool = s.pool + math.max(0, h - keep)
+      s.pool = s.pool + h - w
       publish()
     end
   end
