@@ -54,6 +54,11 @@ async fn creator_sleeping_with(
 /// asked for the report and merges it). The creations granted, and the refusal.
 async fn create_after_a_loss(srv: &RedisServer, q: &SharedQuota) -> (u32, QuotaWait) {
     assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    create_until_refused(q).await
+}
+
+/// `q` creates until refused past the rebuild: the creations granted, and the refusal.
+async fn create_until_refused(q: &SharedQuota) -> (u32, QuotaWait) {
     let (t, mut granted) = (Instant::now(), 0);
     loop {
         match q
@@ -165,4 +170,51 @@ async fn g7_g8_an_ask_never_sent_counts_in_no_report() {
     }
     let log = q.state.pace_log.as_ref().expect("log").lock();
     assert!(!log.due(q.inner.clock.now(), None), "an unsent ask counts");
+}
+
+/// Under 10 creations a minute: 5 granted, then Redis loses its data. The process's report is
+/// merged, but its reply is lost, and the outage outlasts the lease that report made (it is
+/// reaped). Back, the process reports again: merged once only, 5 more creations, not 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_report_whose_reply_was_lost_is_merged_once() {
+    let Some(srv) = server::server() else { return };
+    if !srv.owned() {
+        return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let (_r, q) = creator(&srv, "pace-merged-once").await;
+    for _ in 0..5 {
+        let d = q
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await;
+        assert!(matches!(d, Ok(QuotaDecision::Go(_))), "{d:?}");
+    }
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    // The report goes out and is merged (it made a lease); its reply never comes back.
+    let rules = q.state.fixed.pacing.as_deref().expect("rules");
+    let log =
+        q.state
+            .pace_log
+            .as_ref()
+            .expect("log")
+            .lock()
+            .report(rules, None, q.inner.clock.now());
+    let mut view = q.state.local.lock().view(0);
+    view.pace_due = true;
+    let (mut conn, _) = q.inner.link.current().expect("connected");
+    let merged = script::call(&mut conn, &q.state.fixed, &view, &Op::PaceReport { log })
+        .await
+        .expect("call")
+        .expect("reply");
+    assert_ne!(merged.epoch, 0, "{merged:?}");
+    // That lease is reaped before the process is back.
+    let f = &q.state.fixed;
+    for cmd in [
+        format!("HDEL {} a", f.keys[1]),
+        format!("ZREM {} a", f.keys[2]),
+    ] {
+        assert!(srv.cmd(&cmd).is_some_and(|r| r.trim() == ":1"), "{cmd}");
+    }
+    let (granted, wait) = create_until_refused(&q).await;
+    assert_eq!(wait.reason, QuotaWaitReason::Paced, "{wait:?}");
+    assert_eq!(granted, 5, "10 - the 5 reported, counted once");
 }

@@ -19,9 +19,14 @@
 -- and a newest bucket 0 (never real) mean this script's now: asks whose answer the process
 -- had not read when it reported; their grants, if any, were made before now.
 
--- Whether the caller holds a lease of a state Redis has since lost, and none of this one.
+-- Whether the caller holds a lease of a state Redis has since lost, and none of this one, and
+-- has not reported to this one yet (`s.lm`: its report's reply may have been lost, and the
+-- lease that report made reaped before it came back; merged again, its grants counted
+-- twice). Forgotten once the counts no longer live: a report merged then adds nothing.
 local function lost_lease()
-  return epoch > 0 and epoch < s.born * 1000 and redis.call('HEXISTS', K_L, node) == 0
+  if s.lm and now >= (s.paced_until or 0) then s.lm = nil end
+  return epoch > 0 and epoch < s.born * 1000 and not (s.lm and s.lm[node])
+    and redis.call('HEXISTS', K_L, node) == 0
 end
 
 -- Whether the caller must report first: its lease belongs to a lost state, or the counts

@@ -121,6 +121,10 @@ elseif op == 'pm' then
       .. 'the rules sent with it (builds differ?)')
   end
   if owed then pace_reported(node) end
+  if lost then
+    s.lm = s.lm or {}
+    s.lm[node] = 1
+  end
   join()
   top_up()
 elseif op == 'rel' then
