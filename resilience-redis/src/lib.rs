@@ -256,6 +256,8 @@ mod tasks;
 #[cfg(test)]
 #[path = "../tests/common/server.rs"]
 mod test_server;
+#[cfg(test)]
+mod unrun_call_tests;
 mod wait;
 
 pub use config::{OnLoss, QuotaSpec, RedisQuotaConfig, WaitPolicy};

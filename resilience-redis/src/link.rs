@@ -49,6 +49,12 @@ pub(crate) fn is_loss(e: &RedisError) -> bool {
     }
 }
 
+/// Whether a call that failed with a loss ([`is_loss`]) may have been run: it was written,
+/// and no answer says it was not (a server that would not run scripts answers before it).
+pub(crate) fn may_have_run(e: &RedisError) -> bool {
+    !matches!(e.kind(), ErrorKind::Server(_))
+}
+
 impl Link {
     /// Opens the first connection and loads the script; an error names the URL.
     pub async fn open(
@@ -127,5 +133,21 @@ impl Link {
     /// A dedicated pub/sub connection.
     pub async fn pubsub(&self) -> Result<redis::aio::PubSub, RedisError> {
         self.client.get_async_pubsub().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g7_a_server_that_would_not_run_the_script_is_a_loss_of_a_call_never_run() {
+        let read_only = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ReadOnly),
+            "READONLY You can't write against a read only replica.",
+        ));
+        assert!(is_loss(&read_only) && !may_have_run(&read_only));
+        let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(is_loss(&io) && may_have_run(&io));
     }
 }

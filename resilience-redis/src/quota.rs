@@ -4,7 +4,7 @@
 use crate::config::{valid_name, OnLoss, QuotaSpec, RedisQuotaConfig};
 use crate::error::RedisQuotaError;
 use crate::grant::LinkState;
-use crate::link::{is_loss, Link};
+use crate::link::{is_loss, may_have_run, Link};
 use crate::local::{LeaseId, Local, Timing};
 use crate::pace_log::PaceLog;
 use crate::resource::SharedQuota;
@@ -413,7 +413,8 @@ impl Inner {
             }
             Err(e) => {
                 l.unreport(report);
-                if let (true, Op::Acquire { cost, .. }) = (is_loss(&e), op) {
+                // Only a call that may have run may have been paid from the reservation.
+                if let (true, Op::Acquire { cost, .. }) = (is_loss(&e) && may_have_run(&e), op) {
                     l.lost_acquire(*cost, generation);
                 }
                 drop(l);
@@ -428,9 +429,9 @@ impl Inner {
         if is_loss(e) {
             self.link.broken(generation);
             self.note_loss();
-            // A server that would not run scripts answered: this one was not run.
-            let ran = !matches!(e.kind(), redis::ErrorKind::Server(_));
-            CallError::Lost { ran }
+            CallError::Lost {
+                ran: may_have_run(e),
+            }
         } else {
             CallError::Server(self.server_error(&crate::error::clean(e)))
         }
