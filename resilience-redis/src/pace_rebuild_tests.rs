@@ -32,6 +32,14 @@ async fn creator_sleeping_with(
         .node("a")
         .timeouts(Duration::from_millis(500), Duration::from_millis(300))
         .reserve_share_permille(0);
+    creating(cfg, sleeper).await
+}
+
+/// A process configured with `cfg`, under the shared rule of 10 creations a minute.
+async fn creating(
+    cfg: RedisQuotaConfig,
+    sleeper: Arc<dyn AsyncSleeper>,
+) -> (RedisQuota, SharedQuota) {
     let r = RedisQuota::connect_with(cfg, Arc::new(BootClock::new()), sleeper)
         .await
         .expect("connect");
@@ -217,4 +225,248 @@ async fn g7_g8_a_report_whose_reply_was_lost_is_merged_once() {
     let (granted, wait) = create_until_refused(&q).await;
     assert_eq!(wait.reason, QuotaWaitReason::Paced, "{wait:?}");
     assert_eq!(granted, 5, "10 - the 5 reported, counted once");
+}
+
+/// [`creator`] named `node`.
+async fn creator_named(srv: &RedisServer, prefix: &str, node: &str) -> (RedisQuota, SharedQuota) {
+    creator_named_ttl(srv, prefix, node, Duration::from_secs(120)).await
+}
+
+/// [`creator_named`] with a lease TTL of `ttl`.
+async fn creator_named_ttl(
+    srv: &RedisServer,
+    prefix: &str,
+    node: &str,
+    ttl: Duration,
+) -> (RedisQuota, SharedQuota) {
+    let cfg = RedisQuotaConfig::new(&srv.url)
+        .prefix(prefix)
+        .lease_ttl(ttl)
+        .node(node)
+        .timeouts(Duration::from_millis(500), Duration::from_millis(300))
+        .reserve_share_permille(0);
+    creating(cfg, Arc::new(TokioSleeper)).await
+}
+
+/// One create: Some(true) granted, Some(false) refused by the rule, None any other wait.
+async fn create_once(q: &SharedQuota) -> Option<bool> {
+    match q
+        .try_acquire_request(&Request::create(), Priority::P1)
+        .await
+    {
+        Ok(QuotaDecision::Go(_)) => Some(true),
+        Ok(QuotaDecision::Wait(w)) if w.reason == QuotaWaitReason::Paced => Some(false),
+        Ok(QuotaDecision::Wait(_)) => None,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The processes create in turn until each is refused by the rule: the creations granted.
+async fn create_in_turn_until_paced(qs: &[&SharedQuota]) -> u32 {
+    let (t, mut granted, mut done) = (Instant::now(), 0, vec![false; qs.len()]);
+    while done.iter().any(|d| !d) {
+        assert!(t.elapsed() < Duration::from_secs(10), "never rebuilt");
+        for (i, q) in qs.iter().enumerate() {
+            if done[i] {
+                continue;
+            }
+            match create_once(q).await {
+                Some(true) => granted += 1,
+                Some(false) => done[i] = true,
+                None => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+    granted
+}
+
+/// Evicts the shared rules' counts (as a `volatile-*` maxmemory policy may).
+fn evict_counts(srv: &RedisServer, q: &SharedQuota) {
+    let cmd = format!("DEL {}", q.state.fixed.keys[5]);
+    assert!(srv.cmd(&cmd).is_some_and(|r| r.trim() == ":1"), "{cmd}");
+}
+
+/// Review helper-44 F1. Under 10 creations a minute, a and b create 3 each; Redis loses its data;
+/// a reports (the pool stays closed for b); then the rule counts are evicted; then b, whose
+/// lease is of the lost state, reports. Its 'pm' skips the eviction check (`not lost`) and
+/// writes the counts back with their expiry, so the loss of a's merged 3 is never seen:
+/// a is never asked again, and 7 more creations pass instead of 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_lost_leases_report_does_not_hide_evicted_counts() {
+    let Some(srv) = server::server() else { return };
+    if !srv.owned() {
+        return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = server::prefix("pace-r44-hide");
+    let (_ra, a) = creator_named(&srv, &p, "a").await;
+    let (_rb, b) = creator_named(&srv, &p, "b").await;
+    for _ in 0..3 {
+        for q in [&a, &b] {
+            assert_eq!(create_once(q).await, Some(true));
+        }
+    }
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    // a reports (merged) and waits for b to rejoin.
+    assert_eq!(
+        create_once(&a).await,
+        None,
+        "the pool stays closed until b is back"
+    );
+    evict_counts(&srv, &a);
+    let granted = create_in_turn_until_paced(&[&b, &a]).await;
+    assert_eq!(granted, 4, "10 - a's 3 - b's 3");
+}
+
+/// Review helper-44 F2. Under 10 creations a minute, a and b create 3 each; Redis loses its data;
+/// a reports; the counts are evicted, a sees it and reports again. b, whose lease is of the
+/// lost state, then reports: merged as a lost lease's report, it is not marked as reported
+/// for the eviction (`s.pr`), so its next call is asked again and its 3 count twice (1
+/// more creation instead of 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_lost_leases_report_counts_for_an_eviction_too() {
+    let Some(srv) = server::server() else { return };
+    if !srv.owned() {
+        return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = server::prefix("pace-r44-twice");
+    let (_ra, a) = creator_named(&srv, &p, "a").await;
+    let (_rb, b) = creator_named(&srv, &p, "b").await;
+    for _ in 0..3 {
+        for q in [&a, &b] {
+            assert_eq!(create_once(q).await, Some(true));
+        }
+    }
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    assert_eq!(
+        create_once(&a).await,
+        None,
+        "the pool stays closed until b is back"
+    );
+    evict_counts(&srv, &a);
+    // a finds the counts gone (refused at the gate), then reports again (refused: b is
+    // not back yet).
+    assert_eq!(create_once(&a).await, None);
+    assert_eq!(create_once(&a).await, None);
+    let granted = create_in_turn_until_paced(&[&b, &a]).await;
+    assert_eq!(granted, 4, "10 - a's 3 - b's 3");
+}
+
+/// Review helper-44 F1 (by a leave). As the test above, but b leaves instead of creating: the leave
+/// merges its report of the lost lease without checking for the eviction either, and a's
+/// merged 3 are lost for good (7 more creations instead of 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_lost_leases_leave_does_not_hide_evicted_counts() {
+    let Some(srv) = server::server() else { return };
+    if !srv.owned() {
+        return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    // The pool, closed until b rejoins (it never does: it leaves), opens after a lease TTL.
+    let p = server::prefix("pace-r44-leave");
+    let ttl = Duration::from_secs(3);
+    let (_ra, a) = creator_named_ttl(&srv, &p, "a", ttl).await;
+    let (_rb, b) = creator_named_ttl(&srv, &p, "b", ttl).await;
+    for _ in 0..3 {
+        for q in [&a, &b] {
+            assert_eq!(create_once(q).await, Some(true));
+        }
+    }
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    assert_eq!(
+        create_once(&a).await,
+        None,
+        "the pool stays closed until b is back"
+    );
+    evict_counts(&srv, &a);
+    let left = b.leave().await;
+    assert!(left.is_ok(), "{left:?}");
+    let granted = create_in_turn_until_paced(&[&a]).await;
+    assert_eq!(granted, 4, "10 - a's 3 - b's 3");
+}
+
+/// Review helper-44, a check of b789a77: a node marked `s.lm` whose counts are then evicted is still
+/// asked for its report again (`s.pr`): 5 more creations, not 10.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_merged_node_reports_again_after_an_eviction() {
+    let Some(srv) = server::server() else { return };
+    if !srv.owned() {
+        return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let (_r, q) = creator(&srv, "pace-r44-lm-evicted").await;
+    for _ in 0..5 {
+        assert_eq!(create_once(&q).await, Some(true));
+    }
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    let rules = q.state.fixed.pacing.as_deref().expect("rules");
+    let log =
+        q.state
+            .pace_log
+            .as_ref()
+            .expect("log")
+            .lock()
+            .report(rules, None, q.inner.clock.now());
+    let mut view = q.state.local.lock().view(0);
+    view.pace_due = true;
+    let (mut conn, _) = q.inner.link.current().expect("connected");
+    let merged = script::call(&mut conn, &q.state.fixed, &view, &Op::PaceReport { log })
+        .await
+        .expect("call")
+        .expect("reply");
+    assert_ne!(merged.epoch, 0, "{merged:?}");
+    let f = &q.state.fixed;
+    for cmd in [
+        format!("HDEL {} a", f.keys[1]),
+        format!("ZREM {} a", f.keys[2]),
+        format!("DEL {}", f.keys[5]),
+    ] {
+        assert!(srv.cmd(&cmd).is_some_and(|r| r.trim() == ":1"), "{cmd}");
+    }
+    let (granted, wait) = create_until_refused(&q).await;
+    assert_eq!(wait.reason, QuotaWaitReason::Paced, "{wait:?}");
+    assert_eq!(granted, 5, "10 - the 5 reported again after the eviction");
+}
+
+/// Review helper-44, a check of 1eadcf3/aa16a0b: a process restarted under the same node name, and a
+/// stale call for its older lease after a renewal, wipe nothing (the state keeps its id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_restart_same_node_and_stale_calls_keep_the_state() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("r44-restart");
+    let (r1, q1) = creator_named(&srv, &p, "a").await;
+    let mut grants = vec![];
+    for _ in 0..3 {
+        match q1.try_acquire_request(&Request::read(), Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) => grants.push(g),
+            other => panic!("{other:?}"),
+        }
+    }
+    let id = q1.state.local.lock().state;
+    drop(q1);
+    drop(r1);
+    let (_r2, q2) = creator_named(&srv, &p, "a").await;
+    let mut later = vec![];
+    for _ in 0..3 {
+        match q2.try_acquire_request(&Request::read(), Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) => later.push(g),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        q2.state.local.lock().state,
+        id,
+        "the restart wiped the state"
+    );
+    // The old incarnation's grants, settled by the new one (stale: another lease).
+    for g in grants {
+        let _ = q2.release(g).await;
+    }
+    let _ = q2.renew().await;
+    for g in later {
+        let _ = q2.release(g).await;
+    }
+    let _ = q2.renew().await;
+    assert_eq!(
+        q2.state.local.lock().state,
+        id,
+        "a stale call wiped the state"
+    );
 }

@@ -114,13 +114,13 @@ elseif op == 'pm' then
   local lost = lost_lease()
   -- The counts evicted again since the last loss was seen (a merge wrote them back): a new
   -- loss, every report asked for again, this one merged into what is left.
-  if not lost and pace_counts_gone(redis.call('HGET', K_P, 'x')) then pace_counts_lost() end
-  local owed = not lost and s.pr ~= nil and s.pr[node] == nil
+  if pace_counts_gone(redis.call('HGET', K_P, 'x')) then pace_counts_lost() end
+  local owed = s.pr ~= nil and s.pr[node] == nil
   if (lost or owed) and not pace_merge(ARGV[16], ARGV[17]) then
     return redis.error_reply('resilience-redis: a shared-rule report that does not match '
       .. 'the rules sent with it (builds differ?)')
   end
-  if owed then pace_reported(node) end
+  if lost or owed then pace_reported(node) end
   if lost then
     s.lm = s.lm or {}
     s.lm[node] = 1
@@ -231,6 +231,8 @@ elseif op == 'leave' then
   -- With shared rules (ARGV 16 due, 17 the rules, 18 the log): a process owed a report of
   -- lost counts leaves it, merged now. Gone unreported, it was only dropped from those the
   -- rebuild waits for, and its grants were missing from the counts.
+  -- The counts evicted since (a merge would write them back and hide it): seen first.
+  if n_args >= 18 and pace_counts_gone(redis.call('HGET', K_P, 'x')) then pace_counts_lost() end
   if n_args >= 18 and report_owed(ARGV[16] == '1') then
     if not pace_merge(ARGV[17], ARGV[18]) then
       return redis.error_reply('resilience-redis: a shared-rule report that does not match '
