@@ -196,32 +196,7 @@ async fn g7_g8_a_report_whose_reply_was_lost_is_merged_once() {
             .await;
         assert!(matches!(d, Ok(QuotaDecision::Go(_))), "{d:?}");
     }
-    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
-    // The report goes out and is merged (it made a lease); its reply never comes back.
-    let rules = q.state.fixed.pacing.as_deref().expect("rules");
-    let log =
-        q.state
-            .pace_log
-            .as_ref()
-            .expect("log")
-            .lock()
-            .report(rules, None, q.inner.clock.now());
-    let mut view = q.state.local.lock().view(0);
-    view.pace_due = true;
-    let (mut conn, _) = q.inner.link.current().expect("connected");
-    let merged = script::call(&mut conn, &q.state.fixed, &view, &Op::PaceReport { log })
-        .await
-        .expect("call")
-        .expect("reply");
-    assert_ne!(merged.epoch, 0, "{merged:?}");
-    // That lease is reaped before the process is back.
-    let f = &q.state.fixed;
-    for cmd in [
-        format!("HDEL {} a", f.keys[1]),
-        format!("ZREM {} a", f.keys[2]),
-    ] {
-        assert!(srv.cmd(&cmd).is_some_and(|r| r.trim() == ":1"), "{cmd}");
-    }
+    report_unheard_after_a_loss(&srv, &q).await;
     let (granted, wait) = create_until_refused(&q).await;
     assert_eq!(wait.reason, QuotaWaitReason::Paced, "{wait:?}");
     assert_eq!(granted, 5, "10 - the 5 reported, counted once");
@@ -229,8 +204,11 @@ async fn g7_g8_a_report_whose_reply_was_lost_is_merged_once() {
 
 /// [`creator`] named `node`.
 async fn creator_named(srv: &RedisServer, prefix: &str, node: &str) -> (RedisQuota, SharedQuota) {
-    creator_named_ttl(srv, prefix, node, Duration::from_secs(120)).await
+    creator_named_ttl(srv, prefix, node, LEASE).await
 }
+
+/// The default lease TTL.
+const LEASE: Duration = Duration::from_secs(120);
 
 /// [`creator_named`] with a lease TTL of `ttl`.
 async fn creator_named_ttl(
@@ -297,22 +275,7 @@ async fn g7_g8_a_lost_leases_report_does_not_hide_evicted_counts() {
     if !srv.owned() {
         return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
     }
-    let p = server::prefix("pace-r44-hide");
-    let (_ra, a) = creator_named(&srv, &p, "a").await;
-    let (_rb, b) = creator_named(&srv, &p, "b").await;
-    for _ in 0..3 {
-        for q in [&a, &b] {
-            assert_eq!(create_once(q).await, Some(true));
-        }
-    }
-    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
-    // a reports (merged) and waits for b to rejoin.
-    assert_eq!(
-        create_once(&a).await,
-        None,
-        "the pool stays closed until b is back"
-    );
-    evict_counts(&srv, &a);
+    let ((_ra, a), (_rb, b)) = evicted_after_a_loss(&srv, "pace-r44-hide", LEASE).await;
     let granted = create_in_turn_until_paced(&[&b, &a]).await;
     assert_eq!(granted, 4, "10 - a's 3 - b's 3");
 }
@@ -328,21 +291,7 @@ async fn g7_g8_a_lost_leases_report_counts_for_an_eviction_too() {
     if !srv.owned() {
         return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
     }
-    let p = server::prefix("pace-r44-twice");
-    let (_ra, a) = creator_named(&srv, &p, "a").await;
-    let (_rb, b) = creator_named(&srv, &p, "b").await;
-    for _ in 0..3 {
-        for q in [&a, &b] {
-            assert_eq!(create_once(q).await, Some(true));
-        }
-    }
-    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
-    assert_eq!(
-        create_once(&a).await,
-        None,
-        "the pool stays closed until b is back"
-    );
-    evict_counts(&srv, &a);
+    let ((_ra, a), (_rb, b)) = evicted_after_a_loss(&srv, "pace-r44-twice", LEASE).await;
     // a finds the counts gone (refused at the gate), then reports again (refused: b is
     // not back yet).
     assert_eq!(create_once(&a).await, None);
@@ -361,22 +310,8 @@ async fn g7_g8_a_lost_leases_leave_does_not_hide_evicted_counts() {
         return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
     }
     // The pool, closed until b rejoins (it never does: it leaves), opens after a lease TTL.
-    let p = server::prefix("pace-r44-leave");
     let ttl = Duration::from_secs(3);
-    let (_ra, a) = creator_named_ttl(&srv, &p, "a", ttl).await;
-    let (_rb, b) = creator_named_ttl(&srv, &p, "b", ttl).await;
-    for _ in 0..3 {
-        for q in [&a, &b] {
-            assert_eq!(create_once(q).await, Some(true));
-        }
-    }
-    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
-    assert_eq!(
-        create_once(&a).await,
-        None,
-        "the pool stays closed until b is back"
-    );
-    evict_counts(&srv, &a);
+    let ((_ra, a), (_rb, b)) = evicted_after_a_loss(&srv, "pace-r44-leave", ttl).await;
     let left = b.leave().await;
     assert!(left.is_ok(), "{left:?}");
     let granted = create_in_turn_until_paced(&[&a]).await;
@@ -395,31 +330,8 @@ async fn g7_g8_a_merged_node_reports_again_after_an_eviction() {
     for _ in 0..5 {
         assert_eq!(create_once(&q).await, Some(true));
     }
-    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
-    let rules = q.state.fixed.pacing.as_deref().expect("rules");
-    let log =
-        q.state
-            .pace_log
-            .as_ref()
-            .expect("log")
-            .lock()
-            .report(rules, None, q.inner.clock.now());
-    let mut view = q.state.local.lock().view(0);
-    view.pace_due = true;
-    let (mut conn, _) = q.inner.link.current().expect("connected");
-    let merged = script::call(&mut conn, &q.state.fixed, &view, &Op::PaceReport { log })
-        .await
-        .expect("call")
-        .expect("reply");
-    assert_ne!(merged.epoch, 0, "{merged:?}");
-    let f = &q.state.fixed;
-    for cmd in [
-        format!("HDEL {} a", f.keys[1]),
-        format!("ZREM {} a", f.keys[2]),
-        format!("DEL {}", f.keys[5]),
-    ] {
-        assert!(srv.cmd(&cmd).is_some_and(|r| r.trim() == ":1"), "{cmd}");
-    }
+    report_unheard_after_a_loss(&srv, &q).await;
+    evict_counts(&srv, &q);
     let (granted, wait) = create_until_refused(&q).await;
     assert_eq!(wait.reason, QuotaWaitReason::Paced, "{wait:?}");
     assert_eq!(granted, 5, "10 - the 5 reported again after the eviction");
@@ -469,4 +381,59 @@ async fn g7_restart_same_node_and_stale_calls_keep_the_state() {
         id,
         "a stale call wiped the state"
     );
+}
+
+/// Redis loses its data; `q`'s report goes out and is merged (it made a lease), but its
+/// reply never comes back, and that lease is reaped before the process is back.
+async fn report_unheard_after_a_loss(srv: &RedisServer, q: &SharedQuota) {
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    let rules = q.state.fixed.pacing.as_deref().expect("rules");
+    let log =
+        q.state
+            .pace_log
+            .as_ref()
+            .expect("log")
+            .lock()
+            .report(rules, None, q.inner.clock.now());
+    let mut view = q.state.local.lock().view(0);
+    view.pace_due = true;
+    let (mut conn, _) = q.inner.link.current().expect("connected");
+    let merged = script::call(&mut conn, &q.state.fixed, &view, &Op::PaceReport { log })
+        .await
+        .expect("call")
+        .expect("reply");
+    assert_ne!(merged.epoch, 0, "{merged:?}");
+    let f = &q.state.fixed;
+    for cmd in [
+        format!("HDEL {} {}", f.keys[1], f.node),
+        format!("ZREM {} {}", f.keys[2], f.node),
+    ] {
+        assert!(srv.cmd(&cmd).is_some_and(|r| r.trim() == ":1"), "{cmd}");
+    }
+}
+
+/// Under 10 creations a minute, a and b create 3 each; Redis loses its data; a reports
+/// (merged) and waits for b, whose lease is of the lost state; then the rule counts are
+/// evicted. Leases of `ttl`.
+async fn evicted_after_a_loss(
+    srv: &RedisServer,
+    test: &str,
+    ttl: Duration,
+) -> ((RedisQuota, SharedQuota), (RedisQuota, SharedQuota)) {
+    let p = server::prefix(test);
+    let (ra, a) = creator_named_ttl(srv, &p, "a", ttl).await;
+    let (rb, b) = creator_named_ttl(srv, &p, "b", ttl).await;
+    for _ in 0..3 {
+        for q in [&a, &b] {
+            assert_eq!(create_once(q).await, Some(true));
+        }
+    }
+    assert!(srv.cmd("FLUSHALL").is_some_and(|r| r.starts_with("+OK")));
+    assert_eq!(
+        create_once(&a).await,
+        None,
+        "the pool stays closed until b is back"
+    );
+    evict_counts(srv, &a);
+    ((ra, a), (rb, b))
 }

@@ -254,12 +254,7 @@ async fn g7_a_rollback_is_found_after_other_processes_moved_the_state_past_it() 
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 900, "{seen}");
-    let lost_calls = state_field(&srv, &p, "ops");
-    restore(&srv, &p, "q");
-    restore(&srv, &p, "l");
-    while state_field(&srv, &p, "ops") <= lost_calls + 2 {
-        b.snapshot().await.expect("b");
-    }
+    roll_back_then_busy(&srv, &p, &b).await;
     assert_eq!(state_field(&srv, &p, "id"), id, "b saw nothing lost");
     a.renew().await.expect("renew");
     assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
@@ -313,14 +308,20 @@ async fn g7_a_rollback_is_found_by_a_lease_the_restored_state_never_issued() {
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 900, "{seen}");
-    let lost_calls = state_field(&srv, &p, "ops");
-    restore(&srv, &p, "q");
-    restore(&srv, &p, "l");
-    while state_field(&srv, &p, "ops") <= lost_calls + 2 {
-        b.snapshot().await.expect("b");
-    }
+    roll_back_then_busy(&srv, &p, &b).await;
     assert_eq!(state_field(&srv, &p, "id"), id, "b saw nothing lost");
     a.renew().await.expect("renew");
     assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
     assert_rebuilt_within(&srv, &p, seen);
+}
+
+/// Restores the state and leases saved, as a rollback would, then `b` (idle since before
+/// they were saved) calls until the state's counter is past where it was before.
+async fn roll_back_then_busy(srv: &RedisServer, p: &str, b: &SharedQuota) {
+    let lost_calls = state_field(srv, p, "ops");
+    restore(srv, p, "q");
+    restore(srv, p, "l");
+    while state_field(srv, p, "ops") <= lost_calls + 2 {
+        b.snapshot().await.expect("b");
+    }
 }
