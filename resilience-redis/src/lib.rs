@@ -166,8 +166,9 @@
 //! writes, or a restore of an older copy. Every call also names the counter of the newest
 //! reply it had, and the process's lease record keeps the counter of its last reply (other
 //! processes' calls since the rollback can move the state's own counter past it, never
-//! that record). A state behind either is older than what was granted since, and is lost as
-//! a whole and rebuilt from the processes' views, as after a data loss. So is a state a
+//! that record); a caller whose lease the state never issued is past it too. A state behind
+//! any of these is older than what was granted since, and is lost as a whole and rebuilt
+//! from the processes' views, as after a data loss. So is a state a
 //! process has seen replaced by a newer one (every call names the last few it has seen
 //! replaced) that comes back. Not detected: a rollback that only processes which never
 //! called after the lost writes, or whose lease was reaped since, call into.
