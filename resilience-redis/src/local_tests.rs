@@ -446,3 +446,24 @@ fn g7_offline_block_counts_from_receipt() {
     clock.advance(Duration::from_secs(1));
     assert!(l.offline_acquire(1, clock.now()).is_ok());
 }
+
+/// An acquire in flight may yet be paid from the reservation (and its reply be used after
+/// the link was given up for lost): offline spending leaves room for it until it is
+/// answered. The express lane need not (the script never pays an acquire from the last
+/// `keep`, all the lane spends). Counted only once answered (as it was, review helper-45),
+/// the reservation was spent twice.
+#[test]
+fn g7_an_acquire_in_flight_is_kept_out_of_the_offline_share_until_answered() {
+    let clock = ManualClock::new();
+    let mut l = Local::default();
+    l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+    l.ask_sent(5);
+    assert_eq!(l.reserved(), 15);
+    assert_eq!(
+        l.offline_acquire(16, clock.now()),
+        Err(OfflineRefusal::NoShare)
+    );
+    assert!(l.express_acquire(16, clock.now(), 20).is_some());
+    l.ask_answered(5);
+    assert_eq!(l.reserved(), 4);
+}

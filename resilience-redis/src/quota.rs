@@ -102,6 +102,31 @@ pub(crate) struct ResState {
     pub pace_log: Option<Mutex<PaceLog>>,
 }
 
+/// An acquire sent and not answered yet (see [`Local::ask_sent`]). Dropped unanswered (the
+/// call was cancelled), its reply may never be read: counted as lost, as if it may have run.
+struct InFlight<'a> {
+    local: &'a Mutex<Local>,
+    cost: u32,
+    conn: u64,
+}
+
+impl InFlight<'_> {
+    /// Its reply (or error) is in: it is no longer in flight.
+    fn answered(self, l: &mut Local) {
+        l.ask_answered(self.cost);
+        // Defused: the drop would count it as lost.
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut l = self.local.lock();
+        l.ask_answered(self.cost);
+        l.lost_acquire(self.cost, self.conn);
+    }
+}
+
 /// Why a call did not produce a reply.
 pub(crate) enum CallError {
     /// Redis is unreachable (no connection, the connection dropped, or the server would not
@@ -365,6 +390,9 @@ impl Inner {
             }
             let mut view = l.view(report);
             view.pace_due = pace_due;
+            if let (Op::Acquire { cost, .. }, None) = (op, stale) {
+                l.ask_sent(*cost);
+            }
             if let Some(x) = stale {
                 view.epoch = x.epoch;
                 view.state = x.state;
@@ -379,6 +407,14 @@ impl Inner {
                 Err(e) => Err(self.call_error(&e, generation)),
             };
         }
+        let mut asking = match op {
+            Op::Acquire { cost, .. } => Some(InFlight {
+                local: &res.local,
+                cost: *cost,
+                conn: generation,
+            }),
+            _ => None,
+        };
         let sent_at = self.clock.now();
         let result = script::call(conn, &res.fixed, &view, op).await;
         let timing = Timing {
@@ -390,6 +426,9 @@ impl Inner {
             seq,
         };
         let mut l = res.local.lock();
+        if let Some(a) = asking.take() {
+            a.answered(&mut l);
+        }
         match result {
             Ok(Some(reply)) if reply.status == script::REPORT => {
                 // Nothing was done: the script answered before reading the report.
@@ -495,6 +534,20 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cancelled acquire (its future dropped before the reply was read) may have run: it
+    /// stays out of the offline share as a lost one, until a reply on a newer connection.
+    #[test]
+    fn g7_an_acquire_dropped_in_flight_counts_as_lost() {
+        let local = Mutex::new(Local::default());
+        local.lock().ask_sent(3);
+        drop(InFlight {
+            local: &local,
+            cost: 3,
+            conn: 1,
+        });
+        assert_eq!(local.lock().in_flight_and_lost(), (0, 3));
+    }
 
     #[test]
     fn g7_a_call_sends_at_most_max_reports_then_fails_instead_of_looping() {
