@@ -69,8 +69,10 @@ pub(crate) struct Local {
     pub members: u64,
     pub held: u64,
     pub reserved_total: u64,
-    /// The reservation as the server last reported it.
+    /// The reservation as the server last reported it, and the `ops` of that reply: replies
+    /// about one lease are ordered by it, even those older than the newest reply applied.
     server_reserved: u64,
+    reserved_ops: u64,
     /// Spent offline and not yet reported.
     pub offline_unreported: u64,
     /// Spent offline, reported by a call whose reply has not come back.
@@ -261,6 +263,20 @@ impl Local {
             self.epoch = r.epoch;
             self.leaving = false;
             self.server_reserved = r.reserved;
+            self.reserved_ops = r.ops;
+        } else if r.epoch == self.epoch
+            && r.epoch != 0
+            && !ended
+            && r.ops <= self.ops
+            && r.ops > self.reserved_ops
+        {
+            // About our lease, judged after the reply that last set its reservation, though
+            // before the newest one applied (which named no lease, or an older one): the
+            // newest word on it. Dropped (as it was, review helper-45), a reply that set up
+            // the lease, applied after a snapshot, left a reservation the server had since
+            // paid from.
+            self.server_reserved = r.reserved;
+            self.reserved_ops = r.ops;
         }
         if r.ops > self.ops {
             // Under a lease lost with its state, a reply naming none of the new state (a
@@ -284,13 +300,17 @@ impl Local {
             self.sequential = r.sequential;
             self.ledger = r.ledger;
             self.in_flight = r.in_flight;
-            self.server_reserved = match r.epoch {
+            let reserved = match r.epoch {
                 // Sent under an older epoch than ours: it says nothing of our lease.
-                0 if named < self.epoch => self.server_reserved,
-                0 => 0,
-                _ if ended => 0,
-                _ => r.reserved,
+                0 if named < self.epoch => None,
+                0 => Some(0),
+                _ if ended => Some(0),
+                _ => Some(r.reserved),
             };
+            if let Some(reserved) = reserved {
+                self.server_reserved = reserved;
+                self.reserved_ops = r.ops;
+            }
             self.limit = r.limit;
             self.window_ms = r.window_ms;
             if !lost_view {
@@ -350,6 +370,7 @@ impl Local {
         self.state = state;
         self.state_call = call;
         self.ops = 0;
+        self.reserved_ops = 0;
         self.ended_epoch = 0;
     }
 

@@ -467,3 +467,32 @@ fn g7_an_acquire_in_flight_is_kept_out_of_the_offline_share_until_answered() {
     l.ask_answered(5);
     assert_eq!(l.reserved(), 4);
 }
+
+/// Judged in this order: the renewal that made lease 6 (ops 12, 20 reserved), an acquire
+/// paid 5 from it (ops 13, 15 left), a snapshot sent under 5 (ops 14, no lease); applied
+/// snapshot first. The acquire's reply is the newest word on lease 6's reservation though
+/// older than the snapshot's. Dropped (as it was, review helper-45), the process counted
+/// 20 its own where the server held 15, and spent them offline.
+#[test]
+fn g7_a_later_reply_naming_the_new_lease_is_not_hidden_by_an_older_one() {
+    let clock = ManualClock::new();
+    let mut l = Local::default();
+    l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+    l.apply(&reply(14, 0, 0), at(&clock, 1), 0, MARGIN);
+    l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
+    l.apply(&reply(13, 6, 15), at(&clock, 1), 0, MARGIN);
+    assert_eq!((l.epoch, l.reserved()), (6, 15));
+}
+
+/// The same with the renewal applied first: the snapshot, sent under the old epoch, says
+/// nothing of lease 6, and the acquire's reply (older than it) still sets its reservation.
+#[test]
+fn g7_a_reply_about_the_lease_older_than_a_snapshot_still_sets_its_reservation() {
+    let clock = ManualClock::new();
+    let mut l = Local::default();
+    l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+    l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
+    l.apply(&reply(14, 0, 0), at(&clock, 1), 0, MARGIN);
+    l.apply(&reply(13, 6, 15), at(&clock, 1), 0, MARGIN);
+    assert_eq!((l.epoch, l.reserved()), (6, 15));
+}
