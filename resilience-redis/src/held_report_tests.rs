@@ -53,10 +53,13 @@ pub(crate) async fn renew_reply(
     spent: u64,
 ) -> script::Reply {
     let (mut conn, _) = q.inner.link.current().expect("connected");
+    // Sent as a holder whose own deadline for the lease it names has passed, or that is
+    // back from being cut off: its report is its last word on an ended lease.
     let view = View {
         epoch,
         offline_spent: spent,
         state: q.state.local.lock().state,
+        report_final: true,
         ..View::default()
     };
     script::call(&mut conn, fixed, &view, &Op::Renew)

@@ -177,6 +177,7 @@ impl Local {
             pace_due: false,
             ops: self.ops,
             gone: self.replaced,
+            report_final: false,
         }
     }
 

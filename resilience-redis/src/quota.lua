@@ -12,8 +12,10 @@
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
 -- flight, cost, slot, backoff (0 none, 1 a secondary limit without retry-after: block ms is
 -- the first block of a run, 2 a good response), backoff cap ms);
--- then, whatever the op (the last `TAIL`, read from the end): the ids of the states the
--- caller has seen replaced (comma-separated, '' none), the counter (`ops`) of the caller's
+-- then, whatever the op (the last `TAIL`, read from the end): '1' if the caller can spend
+-- nothing more from the lease it names (its own deadline for it had passed when it sent the
+-- call: the report is its last word on an ended lease, `take_held`), the ids of the states the caller has
+-- seen replaced (comma-separated, '' none), the counter (`ops`) of the caller's
 -- newest reply, the id of the state it came from (0: none yet), the width of an in-flight
 -- slot (a quarter of the call bound; only a new state takes it), and keep, the node's
 -- express allowance (the most its lane may have spent without reporting).
@@ -35,8 +37,9 @@ local a_slot = tonumber(ARGV[#ARGV - 1])
 local v_state = tonumber(ARGV[#ARGV - 2])
 local v_ops = tonumber(ARGV[#ARGV - 3])
 local v_gone = ARGV[#ARGV - 4]
+local v_final = ARGV[#ARGV - 5] == '1'
 -- The op's own arguments end here (they start at 16).
-local TAIL = 5
+local TAIL = 6
 local n_args = #ARGV - TAIL
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
@@ -462,7 +465,11 @@ local function take_held(rejoin)
     s.held = s.held - spent
     s.ledger = s.ledger + spent
     fly(spent)
-    if now < live_until and h > 0 then
+    -- Kept while the holder may still spend from it, or may have when it sent this call
+    -- (a call sent before it went offline, judged after the lease's expiry, carries only
+    -- the report taken then; returned at once, as it was, the spending after it came on
+    -- top of the pool: review helper-45, 118 of 100).
+    if h > 0 and (now < live_until or not v_final) then
       hold_add(rejoin and (node .. ':r') or hk, h, live_until)
     else
       local w = math.min(h, withheld)

@@ -390,6 +390,8 @@ impl Inner {
             }
             let mut view = l.view(report);
             view.pace_due = pace_due;
+            // (A stale call's lease may have been spent from since: never final.)
+            view.report_final = stale.is_none() && now >= l.offline_until();
             if let (Op::Acquire { cost, .. }, None) = (op, stale) {
                 l.ask_sent(*cost);
             }

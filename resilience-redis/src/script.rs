@@ -155,6 +155,10 @@ pub(crate) struct View {
     /// The states this process has seen replaced (0: none): one of them found again came
     /// back (a restore of an older copy), and is rebuilt as after a data loss.
     pub gone: [u64; 4],
+    /// This process can spend nothing more from the lease the call names (its deadline for
+    /// it had passed when the call was sent): the report is its last word on that lease, and
+    /// what is held for it may go back to the pool.
+    pub report_final: bool,
 }
 
 /// Per-process constants sent with every call.
@@ -451,7 +455,8 @@ pub(crate) async fn call(
             .collect();
         ids.join(",")
     };
-    inv.arg(gone)
+    inv.arg(u8::from(view.report_final))
+        .arg(gone)
         .arg(view.ops)
         .arg(view.state)
         .arg(fixed.slot_ms)

@@ -110,3 +110,70 @@ async fn g7_an_acquire_in_flight_when_the_link_is_given_up_is_not_spent_offline_
         "{used} granted in a window of {limit}, {offline} of them offline"
     );
 }
+
+/// Grants `q` until refused; how many.
+async fn drain(q: &resilience_redis::SharedQuota) -> u64 {
+    let mut n = 0;
+    while let Ok(QuotaDecision::Go(_)) = q.try_acquire(1, Priority::P1).await {
+        n += 1;
+        assert!(n < 1000);
+    }
+    n
+}
+
+/// A heartbeat sent before the link was lost (its report empty) is judged only after the
+/// lease expired, while the process spent its whole reservation offline. That call is not
+/// the holder's last word on the lease (its deadline had not passed when it was sent): what
+/// is held for the lease waits for the report sent after it. Returned at once (as it was,
+/// review helper-45), the offline spending came on top of the pool: 118 of 100.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_call_sent_before_going_offline_does_not_return_the_held_share() {
+    let Some(srv) = server() else { return };
+    if !srv.owned() {
+        skip("needs its own redis-server (SIGSTOP)");
+        return;
+    }
+    let limit = 100;
+    let p = prefix("held-unfinal");
+    let (ra, a) = quota(
+        cfg(&srv.url, &p, "a")
+            .lease_ttl(MS(1_500))
+            .reserve_share_permille(200)
+            .express(None, 1),
+        limit,
+        MS(60_000),
+    )
+    .await;
+    let (_rb, b) = quota(
+        cfg(&srv.url, &p, "b")
+            .reserve_share_permille(0)
+            .express(None, 1),
+        limit,
+        MS(60_000),
+    )
+    .await;
+    let mut used = drain(&b).await;
+    a.renew().await.expect("renew");
+    let reserved = a.snapshot().await.expect("snap").reserved;
+    assert_eq!(used + reserved, limit);
+    let stopped = Paused::stop(&srv);
+    // Sent before the loss (a heartbeat): its report is empty.
+    let a1 = a.clone();
+    let renew = tokio::spawn(async move { a1.renew().await });
+    let _ = renew.await;
+    assert_eq!(ra.link_state(), LinkState::Degraded);
+    let offline = drain(&a).await;
+    assert_eq!(offline, reserved, "degraded: the whole reservation");
+    used += offline;
+    // Redis comes back after the lease would have expired.
+    tokio::time::sleep(MS(2_000)).await;
+    drop(stopped);
+    common::node::rejoined(&ra, &a).await;
+    for q in [&b, &a, &b] {
+        used += drain(q).await;
+    }
+    assert!(
+        used <= limit,
+        "{used} granted in a window of {limit} ({offline} offline)"
+    );
+}
