@@ -102,28 +102,39 @@ pub(crate) struct ResState {
     pub pace_log: Option<Mutex<PaceLog>>,
 }
 
-/// An acquire sent and not answered yet (see [`Local::ask_sent`]). Dropped unanswered (the
-/// call was cancelled), its reply may never be read: counted as lost, as if it may have run.
-struct InFlight<'a> {
+/// A call sent and not answered yet: the acquire it makes (`acquire` units, see
+/// [`Local::ask_sent`]) and the report it carries. Dropped unanswered (the caller's future
+/// was cancelled), its reply will never be read: the acquire counts as lost (it may have
+/// run), and the report is sent again with the next call (it may never have reached Redis;
+/// twice only makes the server hold less for us). Left as it was, the report stayed "being
+/// reported" for good, or was never made at all (review helper-45).
+struct Unanswered<'a> {
     local: &'a Mutex<Local>,
-    cost: u32,
+    acquire: u32,
+    report: u64,
     conn: u64,
 }
 
-impl InFlight<'_> {
-    /// Its reply (or error) is in: it is no longer in flight.
+impl Unanswered<'_> {
+    /// Its reply (or error) is in: what follows settles the acquire and the report.
     fn answered(self, l: &mut Local) {
-        l.ask_answered(self.cost);
-        // Defused: the drop would count it as lost.
+        l.ask_answered(self.acquire);
+        // Defused: the drop is for a call never answered.
         std::mem::forget(self);
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for Unanswered<'_> {
     fn drop(&mut self) {
+        if self.acquire == 0 && self.report == 0 {
+            return;
+        }
         let mut l = self.local.lock();
-        l.ask_answered(self.cost);
-        l.lost_acquire(self.cost, self.conn);
+        l.unreport(self.report);
+        if self.acquire > 0 {
+            l.ask_answered(self.acquire);
+            l.lost_acquire(self.acquire, self.conn);
+        }
     }
 }
 
@@ -380,7 +391,7 @@ impl Inner {
             .pace_log
             .as_ref()
             .is_some_and(|l| l.lock().due(now, op.pending()));
-        let (view, report, stale, seq) = {
+        let (view, report, stale, seq, unanswered) = {
             let mut l = res.local.lock();
             let stale = of.filter(|x| x.epoch != l.epoch || x.state != l.state);
             let seq = l.next_call();
@@ -392,14 +403,22 @@ impl Inner {
             view.pace_due = pace_due;
             // (A stale call's lease may have been spent from since: never final.)
             view.report_final = stale.is_none() && now >= l.offline_until();
-            if let (Op::Acquire { cost, .. }, None) = (op, stale) {
-                l.ask_sent(*cost);
-            }
+            let acquire = match (op, stale) {
+                (Op::Acquire { cost, .. }, None) => *cost,
+                _ => 0,
+            };
+            l.ask_sent(acquire);
             if let Some(x) = stale {
                 view.epoch = x.epoch;
                 view.state = x.state;
             }
-            (view, report, stale, seq)
+            let unanswered = Unanswered {
+                local: &res.local,
+                acquire,
+                report,
+                conn: generation,
+            };
+            (view, report, stale, seq, unanswered)
         };
         if stale.is_some() {
             // About a lease no longer ours: its reply changes nothing here.
@@ -409,14 +428,6 @@ impl Inner {
                 Err(e) => Err(self.call_error(&e, generation)),
             };
         }
-        let mut asking = match op {
-            Op::Acquire { cost, .. } => Some(InFlight {
-                local: &res.local,
-                cost: *cost,
-                conn: generation,
-            }),
-            _ => None,
-        };
         let sent_at = self.clock.now();
         let result = script::call(conn, &res.fixed, &view, op).await;
         let timing = Timing {
@@ -428,9 +439,7 @@ impl Inner {
             seq,
         };
         let mut l = res.local.lock();
-        if let Some(a) = asking.take() {
-            a.answered(&mut l);
-        }
+        unanswered.answered(&mut l);
         match result {
             Ok(Some(reply)) if reply.status == script::REPORT => {
                 // Nothing was done: the script answered before reading the report.
@@ -537,18 +546,28 @@ impl Inner {
 mod tests {
     use super::*;
 
-    /// A cancelled acquire (its future dropped before the reply was read) may have run: it
-    /// stays out of the offline share as a lost one, until a reply on a newer connection.
+    /// A cancelled call (its future dropped before the reply was read): its acquire may
+    /// have run, so it stays out of the offline share as a lost one (until a reply on a newer
+    /// connection), and its report goes out again with the next call.
     #[test]
-    fn g7_an_acquire_dropped_in_flight_counts_as_lost() {
+    fn g7_a_call_dropped_in_flight_reports_again_and_counts_its_acquire_as_lost() {
         let local = Mutex::new(Local::default());
-        local.lock().ask_sent(3);
-        drop(InFlight {
+        let report = {
+            let mut l = local.lock();
+            l.offline_unreported = 4;
+            l.ask_sent(3);
+            l.take_report()
+        };
+        assert_eq!(report, 4);
+        drop(Unanswered {
             local: &local,
-            cost: 3,
+            acquire: 3,
+            report,
             conn: 1,
         });
-        assert_eq!(local.lock().in_flight_and_lost(), (0, 3));
+        let mut l = local.lock();
+        assert_eq!(l.in_flight_and_lost(), (0, 3));
+        assert_eq!(l.take_report(), 4);
     }
 
     #[test]

@@ -1,14 +1,15 @@
-//! G7 against a real redis-server: an acquire still in flight when the link is given up for
-//! lost (another call timed out) may yet be paid from the reservation, and its reply come
-//! back and be used. Degraded spending must leave room for it (review helper-45). The test
-//! pauses its own `redis-server` (SIGSTOP).
+//! G7 against a real redis-server paused with SIGSTOP: calls still in flight (or cancelled)
+//! when the process goes offline. An acquire may yet be paid from the reservation and its
+//! reply be used; a heartbeat sent before the offline spending may be judged after the
+//! lease expired; a cancelled call's report must still be made (review helper-45).
 
 mod common;
 
-use common::node::{cfg, quota, MS};
+use common::node::{cfg, go, quota, MS};
 use common::server::{prefix, server, skip, RedisServer};
 use resilience_core::governor::Priority;
 use resilience_redis::{LinkState, QuotaDecision};
+use std::time::Duration;
 
 fn pid(srv: &RedisServer) -> String {
     let info = srv.cmd("INFO server").expect("info");
@@ -175,5 +176,72 @@ async fn g7_a_call_sent_before_going_offline_does_not_return_the_held_share() {
     assert!(
         used <= limit,
         "{used} granted in a window of {limit} ({offline} offline)"
+    );
+}
+
+/// A call whose future is dropped (the caller's own timeout) after it took the express
+/// lane's report: the report goes out again with the next call. Left "being reported" (as it
+/// was, review helper-45), the reply that settled it was never applied, and the lane never
+/// got its allowance back (had the call never run, the report would never have been made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_cancelled_call_does_not_keep_its_report_unsettled_for_good() {
+    let Some(srv) = server() else { return };
+    if !srv.owned() {
+        skip("needs its own redis-server (SIGSTOP)");
+        return;
+    }
+    let p = prefix("cancelled-report");
+    let (_ra, a) = quota(
+        cfg(&srv.url, &p, "a")
+            .reserve_share_permille(200)
+            .express(Some(Priority::P0), 4),
+        100,
+        MS(60_000),
+    )
+    .await;
+    // The lane opens once a reply has anchored the window.
+    let _ = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
+    // The lane needs the subscription: wait for the first express grant.
+    let start = std::time::Instant::now();
+    while !a.acquire(1, Priority::P0).await.expect("P0").is_express() {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "express lane never opened"
+        );
+        tokio::time::sleep(MS(20)).await;
+    }
+    for _ in 0..2 {
+        assert!(a.acquire(1, Priority::P0).await.expect("P0").is_express());
+    }
+    {
+        let _stopped = Paused::stop(&srv);
+        // The caller gives up before the reply: the call (with the report of 3) is dropped.
+        let r = tokio::time::timeout(MS(100), a.try_acquire(1, Priority::P1)).await;
+        assert!(r.is_err(), "cancelled: {r:?}");
+    }
+    // Redis judged it (the report settled); later replies say so.
+    tokio::time::sleep(MS(200)).await;
+    a.renew().await.expect("renew");
+    a.renew().await.expect("renew");
+    // The server's record of a's lease (epoch:reserved:...) against what a counts as its own.
+    let lease = srv
+        .cmd(&format!("HGET {{{p}:core}}:l a"))
+        .unwrap_or_default();
+    let server_reserved: u64 = lease
+        .split(':')
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    let local = a.snapshot().await.expect("snap").reserved;
+    eprintln!("server holds {server_reserved} for a ({lease:?}); a counts {local}");
+    let mut express = 0;
+    for _ in 0..4 {
+        if a.acquire(1, Priority::P0).await.expect("P0").is_express() {
+            express += 1;
+        }
+    }
+    assert_eq!(
+        express, 4,
+        "every express grant was reported and settled: the lane's allowance of 4 is free"
     );
 }
