@@ -6,44 +6,10 @@
 mod common;
 
 use common::node::{cfg, go, quota, MS};
-use common::server::{prefix, server, skip, RedisServer};
+use common::server::{prefix, server, skip};
 use resilience_core::governor::Priority;
 use resilience_redis::{LinkState, QuotaDecision};
 use std::time::Duration;
-
-fn pid(srv: &RedisServer) -> String {
-    let info = srv.cmd("INFO server").expect("info");
-    info.lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .expect("process_id")
-        .trim()
-        .to_owned()
-}
-
-fn signal(pid: &str, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
-struct Paused(String);
-
-impl Paused {
-    fn stop(srv: &RedisServer) -> Self {
-        let p = pid(srv);
-        signal(&p, "-STOP");
-        Self(p)
-    }
-}
-
-impl Drop for Paused {
-    fn drop(&mut self) {
-        signal(&self.0, "-CONT");
-    }
-}
 
 /// A renewal times out while Redis is paused, with an acquire of 5 sent behind it: the
 /// process degrades and spends its reservation offline. Redis resumes, pays the acquire
@@ -83,7 +49,7 @@ async fn g7_an_acquire_in_flight_when_the_link_is_given_up_is_not_spent_offline_
         used += 1;
     }
     assert_eq!(used, limit - reserved);
-    let stopped = Paused::stop(&srv);
+    let stopped = srv.pause();
     // A call that times out first (a heartbeat, a renew), then an acquire behind it.
     let a1 = a.clone();
     let renew = tokio::spawn(async move { a1.renew().await });
@@ -157,7 +123,7 @@ async fn g7_a_call_sent_before_going_offline_does_not_return_the_held_share() {
     a.renew().await.expect("renew");
     let reserved = a.snapshot().await.expect("snap").reserved;
     assert_eq!(used + reserved, limit);
-    let stopped = Paused::stop(&srv);
+    let stopped = srv.pause();
     // Sent before the loss (a heartbeat): its report is empty.
     let a1 = a.clone();
     let renew = tokio::spawn(async move { a1.renew().await });
@@ -214,7 +180,7 @@ async fn g7_a_cancelled_call_does_not_keep_its_report_unsettled_for_good() {
         assert!(a.acquire(1, Priority::P0).await.expect("P0").is_express());
     }
     {
-        let _stopped = Paused::stop(&srv);
+        let _stopped = srv.pause();
         // The caller gives up before the reply: the call (with the report of 3) is dropped.
         let r = tokio::time::timeout(MS(100), a.try_acquire(1, Priority::P1)).await;
         assert!(r.is_err(), "cancelled: {r:?}");

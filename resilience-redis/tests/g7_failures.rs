@@ -5,47 +5,10 @@
 mod common;
 
 use common::node::{assert_reading_keeps_in_flight, cfg, go, quota, rejoined, unix_now, MS};
-use common::server::{prefix, server, skip, RedisServer};
+use common::server::{prefix, server, skip};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{LinkState, OnLoss, QuotaDecision, RedisQuotaError, SharedQuota};
 use std::time::{Duration, Instant};
-
-/// The server's pid, from `INFO server`.
-fn pid(srv: &RedisServer) -> String {
-    let info = srv.cmd("INFO server").expect("info");
-    info.lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .expect("process_id")
-        .trim()
-        .to_owned()
-}
-
-fn signal(pid: &str, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
-/// Resumes a stopped redis-server when dropped (so a failing test still cleans up: the
-/// server's own drop then kills it).
-struct Paused(String);
-
-impl Paused {
-    fn stop(srv: &RedisServer) -> Self {
-        let p = pid(srv);
-        signal(&p, "-STOP");
-        Self(p)
-    }
-}
-
-impl Drop for Paused {
-    fn drop(&mut self) {
-        signal(&self.0, "-CONT");
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_a_redis_that_hangs_without_closing_bounds_every_acquire_and_is_rejoined() {
@@ -59,7 +22,7 @@ async fn g7_a_redis_that_hangs_without_closing_bounds_every_acquire_and_is_rejoi
             .on_loss(on_loss);
         let (r, q) = quota(c, 100, MS(60_000)).await;
         let _ = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
-        let paused = Paused::stop(&srv);
+        let paused = srv.pause();
         // Every acquire returns within the I/O timeout (300 ms) plus slack, never hangs.
         for i in 0..5 {
             let t = Instant::now();

@@ -151,6 +151,19 @@ impl RedisServer {
         panic!("redis-server did not answer on port {}", self.port);
     }
 
+    /// Stops the server (SIGSTOP) until the guard is dropped: it hangs without closing
+    /// connections, as a stalled host would.
+    pub fn pause(&self) -> Paused {
+        let pid = self
+            .child
+            .as_ref()
+            .expect("an owned server")
+            .id()
+            .to_string();
+        signal(&pid, "-STOP");
+        Paused(pid)
+    }
+
     /// Kills the server (SIGKILL: no goodbye, data lost).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -195,6 +208,25 @@ impl RedisServer {
             .and_then(|v| v.split(',').next())
             .and_then(|v| v.trim().parse().ok())
     }
+}
+
+/// A stopped server, resumed when dropped (so a failing test still cleans up: the server's
+/// own drop then kills it).
+pub struct Paused(String);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        signal(&self.0, "-CONT");
+    }
+}
+
+fn signal(pid: &str, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
 }
 
 impl Drop for RedisServer {
