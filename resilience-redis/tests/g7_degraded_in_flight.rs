@@ -6,9 +6,9 @@
 mod common;
 
 use common::node::{cfg, go, quota, MS};
-use common::server::{prefix, server, skip};
+use common::server::{prefix, server, skip, RedisServer};
 use resilience_core::governor::Priority;
-use resilience_redis::{LinkState, QuotaDecision};
+use resilience_redis::{LinkState, QuotaDecision, RedisQuota, RedisQuotaConfig, SharedQuota};
 use std::time::Duration;
 
 /// A renewal times out while Redis is paused, with an acquire of 5 sent behind it: the
@@ -24,30 +24,12 @@ async fn g7_an_acquire_in_flight_when_the_link_is_given_up_is_not_spent_offline_
     }
     let limit = 100;
     let p = prefix("rev45-inflight");
-    let (ra, a) = quota(
-        cfg(&srv.url, &p, "a")
-            .timeouts(MS(500), MS(600))
-            .reserve_share_permille(200)
-            .express(None, 1),
-        limit,
-        MS(60_000),
-    )
-    .await;
-    let (_rb, b) = quota(
-        cfg(&srv.url, &p, "b")
-            .reserve_share_permille(0)
-            .express(None, 1),
-        limit,
-        MS(60_000),
-    )
-    .await;
+    let ((ra, a), (_rb, b)) =
+        reserving_and_draining(&srv, &p, limit, |c| c.timeouts(MS(500), MS(600))).await;
     let reserved = a.snapshot().await.expect("snap").reserved;
     assert!(reserved >= 10, "a's reservation: {reserved}");
-    let mut used = 0u64;
     // b takes the whole pool.
-    while let QuotaDecision::Go(_) = b.try_acquire(1, Priority::P1).await.expect("b") {
-        used += 1;
-    }
+    let mut used = drain(&b).await;
     assert_eq!(used, limit - reserved);
     let stopped = srv.pause();
     // A call that times out first (a heartbeat, a renew), then an acquire behind it.
@@ -79,7 +61,7 @@ async fn g7_an_acquire_in_flight_when_the_link_is_given_up_is_not_spent_offline_
 }
 
 /// Grants `q` until refused; how many.
-async fn drain(q: &resilience_redis::SharedQuota) -> u64 {
+async fn drain(q: &SharedQuota) -> u64 {
     let mut n = 0;
     while let Ok(QuotaDecision::Go(_)) = q.try_acquire(1, Priority::P1).await {
         n += 1;
@@ -102,23 +84,8 @@ async fn g7_a_call_sent_before_going_offline_does_not_return_the_held_share() {
     }
     let limit = 100;
     let p = prefix("held-unfinal");
-    let (ra, a) = quota(
-        cfg(&srv.url, &p, "a")
-            .lease_ttl(MS(1_500))
-            .reserve_share_permille(200)
-            .express(None, 1),
-        limit,
-        MS(60_000),
-    )
-    .await;
-    let (_rb, b) = quota(
-        cfg(&srv.url, &p, "b")
-            .reserve_share_permille(0)
-            .express(None, 1),
-        limit,
-        MS(60_000),
-    )
-    .await;
+    let ((ra, a), (_rb, b)) =
+        reserving_and_draining(&srv, &p, limit, |c| c.lease_ttl(MS(1_500))).await;
     let mut used = drain(&b).await;
     a.renew().await.expect("renew");
     let reserved = a.snapshot().await.expect("snap").reserved;
@@ -210,4 +177,34 @@ async fn g7_a_cancelled_call_does_not_keep_its_report_unsettled_for_good() {
         express, 4,
         "every express grant was reported and settled: the lane's allowance of 4 is free"
     );
+}
+
+/// Process a, with a reservation (a fifth of the pool) and `tune`, and process b, without,
+/// under `limit` a minute; neither has an express lane (so nothing is held back from a's
+/// reservation, `keep` = 0).
+async fn reserving_and_draining(
+    srv: &RedisServer,
+    p: &str,
+    limit: u64,
+    tune: impl FnOnce(RedisQuotaConfig) -> RedisQuotaConfig,
+) -> ((RedisQuota, SharedQuota), (RedisQuota, SharedQuota)) {
+    let a = quota(
+        tune(
+            cfg(&srv.url, p, "a")
+                .reserve_share_permille(200)
+                .express(None, 1),
+        ),
+        limit,
+        MS(60_000),
+    )
+    .await;
+    let b = quota(
+        cfg(&srv.url, p, "b")
+            .reserve_share_permille(0)
+            .express(None, 1),
+        limit,
+        MS(60_000),
+    )
+    .await;
+    (a, b)
 }

@@ -21,30 +21,6 @@ fn key(p: &str, k: &str) -> String {
     format!("{{{p}:core}}:{k}")
 }
 
-/// Moves the state's counters (lease epochs, calls, window ids) and every lease ahead, as a
-/// state born `AHEAD_MS` later would have counted them.
-fn move_counters_ahead(srv: &RedisServer, p: &str) {
-    let script = "local D = tonumber(ARGV[1]) * 1000 \
-        local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) \
-        s.seq = s.seq + D s.ops = s.ops + D s.win = s.win + D \
-        redis.call('SET', KEYS[1], cmsgpack.pack(s)) \
-        for _, n in ipairs(redis.call('HKEYS', KEYS[2])) do \
-          local e, r, w, o, x, c = string.match(redis.call('HGET', KEYS[2], n), \
-            '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$') \
-          redis.call('HSET', KEYS[2], n, string.format('%d:%s:%d:%s:%s:%d', \
-            tonumber(e) + D, r, tonumber(w) + D, o, x, tonumber(c) + D)) \
-        end \
-        return 1";
-    let answer = srv
-        .cmd(&format!(
-            "EVAL \"{script}\" 2 {} {} {AHEAD_MS}",
-            key(p, "q"),
-            key(p, "l")
-        ))
-        .unwrap_or_default();
-    assert_eq!(answer.trim(), ":1", "{answer}");
-}
-
 /// One integer field of the state, read on the server.
 fn state_field(srv: &RedisServer, p: &str, field: &str) -> i64 {
     let answer = srv
@@ -94,7 +70,7 @@ async fn lost_state_ahead(srv: &RedisServer, p: &str) -> Lost {
     let b = quota(c("b"), 1_000, one_hour).await;
     // a anchors the window; both processes then hold leases of the moved-ahead state.
     touch(&a.1).await;
-    move_counters_ahead(srv, p);
+    srv.move_counters_ahead(p, AHEAD_MS);
     touch(&a.1).await;
     touch(&b.1).await;
     for (q, n) in [(&a.1, "a"), (&b.1, "b")] {

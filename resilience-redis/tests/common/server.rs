@@ -164,6 +164,29 @@ impl RedisServer {
         Paused(pid)
     }
 
+    /// Moves the counters of resource `core` under `prefix` (lease epochs, calls, window
+    /// ids, and every lease's) `ms` ahead, as a state born that much later (on a host whose
+    /// clock was ahead) would have counted them.
+    pub fn move_counters_ahead(&self, prefix: &str, ms: u64) {
+        let script = "local D = tonumber(ARGV[1]) * 1000 \
+            local s = cmsgpack.unpack(redis.call('GET', KEYS[1])) \
+            s.seq = s.seq + D s.ops = s.ops + D s.win = s.win + D \
+            redis.call('SET', KEYS[1], cmsgpack.pack(s)) \
+            for _, n in ipairs(redis.call('HKEYS', KEYS[2])) do \
+              local e, r, w, o, x, c = string.match(redis.call('HGET', KEYS[2], n), \
+                '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)$') \
+              redis.call('HSET', KEYS[2], n, string.format('%d:%s:%d:%s:%s:%d', \
+                tonumber(e) + D, r, tonumber(w) + D, o, x, tonumber(c) + D)) \
+            end \
+            return 1";
+        let answer = self
+            .cmd(&format!(
+                "EVAL \"{script}\" 2 {{{prefix}:core}}:q {{{prefix}:core}}:l {ms}"
+            ))
+            .unwrap_or_default();
+        assert_eq!(answer.trim(), ":1", "{answer}");
+    }
+
     /// Kills the server (SIGKILL: no goodbye, data lost).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
