@@ -127,16 +127,20 @@
 //!
 //! Because a process cut off from Redis may be spending its reservation, the reservation of
 //! a degraded lease that expires is *held*, not returned to the pool, until its holder
-//! reports or the window ends. With [`OnLoss::FailClosed`] nothing can be spent offline, so
+//! reports or the window ends. Only a report the holder sent once its own deadline for that
+//! lease had passed returns the rest: a call sent earlier (a heartbeat queued before the
+//! outage) may be judged late, and lacks the spending that came after it. With [`OnLoss::FailClosed`] nothing can be spent offline, so
 //! an expired lease's reservation returns to the pool at once.
 //!
 //! For the same reason, when a window ends earlier than some process was told (another
 //! process read a reset header while it was cut off), what that process may spend unreported
 //! (its reservation in degraded mode, else the express allowance) is carried into the new
-//! window as held, under that process's lease: its next report is paid from it, and the
-//! rest returns to the pool then. Not before: a process cut off until its lease expired
-//! stopped spending by then, but reports only once it is back. One that never comes back
-//! keeps it held until the window ends, as an expired degraded lease does.
+//! window as held, under that process's lease: its reports are paid from it, and the rest
+//! returns to the pool at its first call once that lease would have expired as it last
+//! heard (its reply to an earlier call may be lost, and it spend on from its old
+//! reservation until then), or when it leaves. A process cut off until then stopped
+//! spending, but reports only once it is back. One that never comes back keeps it held
+//! until the window ends, as an expired degraded lease does.
 //!
 //! If Redis comes back *without its data* (no persistence, a failover to an empty replica),
 //! the first process that knew a live window rebuilds it conservatively: the lowest pool any
