@@ -52,16 +52,25 @@ pub(crate) async fn renew_reply(
     epoch: u64,
     spent: u64,
 ) -> script::Reply {
-    let (mut conn, _) = q.inner.link.current().expect("connected");
     // Sent as a holder whose own deadline for the lease it names has passed, or that is
     // back from being cut off: its report is its last word on an ended lease.
     let view = View {
         epoch,
         offline_spent: spent,
-        state: q.state.local.lock().state,
         report_final: true,
         ..View::default()
     };
+    renew_viewed(q, fixed, view).await
+}
+
+/// A renewal sent with `view` (its `state` set to `q`'s current one): the whole reply.
+pub(crate) async fn renew_viewed(
+    q: &SharedQuota,
+    fixed: &script::Fixed,
+    mut view: View,
+) -> script::Reply {
+    let (mut conn, _) = q.inner.link.current().expect("connected");
+    view.state = q.state.local.lock().state;
     script::call(&mut conn, fixed, &view, &Op::Renew)
         .await
         .expect("call")

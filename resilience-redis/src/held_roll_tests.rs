@@ -5,7 +5,7 @@
 
 use crate::held_report_tests::{
     assert_held_counted, assert_paid, bare, ghost, ghost_joined, ghost_refused, node_with_ttl,
-    refused, renew, renew_as, renew_reply, rules, rules_over, wait_past,
+    refused, renew, renew_as, renew_reply, renew_viewed, rules, rules_over, wait_past,
 };
 use crate::script;
 use crate::test_server as server;
@@ -152,19 +152,74 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_pays_its_next_report_the
     assert_held_counted(&paced).await;
     // Back before its lease expired: it spent 3 of its hold after the real reset.
     let bare = bare(&g);
-    assert_ne!(
-        renew_as(&paced, &bare, joined.epoch, 3).await,
-        script::PACED_ELSEWHERE
-    );
+    let back = renew_reply(&paced, &bare, joined.epoch, 3).await;
+    assert_ne!(back.status, script::PACED_ELSEWHERE);
     let reported = paced.snapshot().await.expect("p");
     assert_eq!(
         reported.held, 7,
         "kept until the lease would have expired: {reported:?}"
     );
     assert_held_counted(&paced).await;
+    // Its next call, sent after that reply (judged after the roll) reached it.
     wait_past(joined_at, Duration::from_millis(4_300)).await;
-    renew_as(&paced, &bare, joined.epoch, 0).await;
+    renew_seen(&paced, &bare, joined.epoch, 0, back.ops, false).await;
     assert_paid(&paced, 3).await;
+}
+
+/// The same, when the calls that come are ones the holder sent before it was cut off (with
+/// the view it had before the roll), one judged before its lease would have expired as it
+/// last heard (it renews the lease; its reply is lost) and one after. Cut off, the holder
+/// spends all of its old reservation until then, and reports it when it is back. Returned
+/// at the late call, past that expiry (as it was: only the express allowance of the report
+/// was charged), the quota was spent twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_outlives_calls_sent_before_it() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-late-call");
+    let ttl = Duration::from_millis(6_000);
+    let (_rp, paced, g, joined, joined_at) = ghost_joined(&srv.url, &p, 1_000, 6_000).await;
+    let rolled = roll_early_after_rules(&paced).await;
+    assert_eq!(rolled.held, joined.reserved, "{rolled:?}");
+    let bare = bare(&g);
+    let before =
+        |spent, last_word| renew_seen(&paced, &bare, joined.epoch, spent, joined.ops, last_word);
+    let renewed = before(0, false).await;
+    assert!(
+        joined_at.elapsed() < ttl,
+        "judged before the lease would have expired"
+    );
+    assert!(renewed.lease_left_ms > 3_000, "{renewed:?}");
+    wait_past(joined_at, ttl + Duration::from_millis(300)).await;
+    before(0, false).await;
+    let late = paced.snapshot().await.expect("p");
+    assert_eq!(
+        late.held, joined.reserved,
+        "kept for the holder's report: {late:?}"
+    );
+    assert_held_counted(&paced).await;
+    // Back: its deadline has passed, and it reports all of its old reservation.
+    before(joined.reserved, true).await;
+    assert_paid(&paced, joined.reserved).await;
+}
+
+/// A renewal of the ghost's lease `epoch` reporting `spent`, from a holder whose newest reply
+/// carried the state's counter `seen`; `last_word`: its own deadline for the lease had passed.
+async fn renew_seen(
+    paced: &SharedQuota,
+    g: &script::Fixed,
+    epoch: u64,
+    spent: u64,
+    seen: u64,
+    last_word: bool,
+) -> script::Reply {
+    let view = script::View {
+        epoch,
+        offline_spent: spent,
+        ops: seen,
+        report_final: last_word,
+        ..script::View::default()
+    };
+    renew_viewed(paced, g, view).await
 }
 
 /// The same, when the reply to the holder's first call after the roll is lost: cut off, it

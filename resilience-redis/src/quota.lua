@@ -44,7 +44,7 @@ local n_args = #ARGV - TAIL
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
 -- another must not share a prefix: each would read the other's leases wrongly.
-local PROTO = 15
+local PROTO = 16
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -271,7 +271,12 @@ local function settle_report(l)
         local paid = math.min(h, spent_off - cut)
         s.held, s.ledger, cut, h = s.held - paid, s.ledger + paid, cut + paid, h - paid
         local named = epoch == l.epoch
-        if named and (now >= u or hk == node .. ':r' or op == 'leave') then
+        -- The roll's share waits, past `u`, for a call sent after its caller saw a reply
+        -- judged after the roll too (`v_ops`, ≥ `roll_ops`): a call sent before the caller
+        -- was cut off, judged late, carries none of what it spent offline from its old
+        -- reservation since (returned then, that report found nothing to pay it from).
+        local seen = v_ops >= (s.roll_ops or 0)
+        if named and ((now >= u and seen) or hk == node .. ':r' or op == 'leave') then
           s.held, s.pool = s.held - h, s.pool + h
           redis.call('HDEL', K_H, hk)
           publish()
@@ -366,6 +371,8 @@ if s.reset_at > 0 and now >= s.reset_at then
   local reset = s.reset_at
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
+  -- A reply carrying this counter or a later one is judged after the roll (`settle_report`).
+  s.roll_ops = s.ops
   -- G4: the limit that started a cascade has cleared with the window.
   s.sm, s.cgood, s.cz = nil, nil, nil
   -- An ended lease (expired, refused: quota_ops.lua, or left behind at a rejoin: 'r') may

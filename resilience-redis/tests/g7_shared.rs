@@ -244,7 +244,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
             "protocol mismatch",
             key.as_str(),
             &format!("holds {held} state"),
-            "this build speaks 15",
+            "this build speaks 16",
             why,
             "another prefix",
         ] {
