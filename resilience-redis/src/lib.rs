@@ -136,9 +136,10 @@
 //! process read a reset header while it was cut off), what that process may spend unreported
 //! (its reservation in degraded mode, else the express allowance) is carried into the new
 //! window as held, under that process's lease: its reports are paid from it, and the rest
-//! returns to the pool at its first call once that lease would have expired as it last
-//! heard (its reply to an earlier call may be lost, and it spend on from its old
-//! reservation until then), or when it leaves. A process cut off until then stopped
+//! returns to the pool at its first call that is both past the time that lease would have
+//! expired as it last heard (its reply to an earlier call may be lost, and it spend on from
+//! its old reservation until then) and sent after a reply from the new window reached it
+//! (a call it sent before it was cut off may be judged that late), or when it leaves. A process cut off until then stopped
 //! spending, but reports only once it is back. One that never comes back keeps it held
 //! until the window ends, as an expired degraded lease does.
 //!
