@@ -1,6 +1,7 @@
 //! Shared test support: a test error type, a guard on manual time, and an event recorder.
 #![allow(dead_code)]
 
+pub mod retry_after;
 pub mod thread_subscriber;
 
 use resilience_core::clock::ManualClock;
