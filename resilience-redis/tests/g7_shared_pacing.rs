@@ -5,15 +5,13 @@
 mod common;
 
 use common::node::{cfg, go, MS};
+use common::pacing::{client_with, reserving_with, rules, wait_of};
 use common::server::{prefix, server};
 use common::worker::{lines, run_if_worker, Job};
 use resilience_core::governor::{
     Measure, Observation, Pacing, Priority, Request, Selector, WindowRule,
 };
-use resilience_redis::{
-    QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, RedisQuotaConfig,
-    RedisQuotaError, SharedQuota, SHARED_ENDPOINT_CAP,
-};
+use resilience_redis::{QuotaWaitReason, RedisQuotaError};
 use std::time::{Duration, Instant};
 
 const WORKER_ARGS: [&str; 4] = ["g7_worker_entry", "--exact", "--ignored", "--nocapture"];
@@ -23,37 +21,6 @@ const WORKER_ARGS: [&str; 4] = ["g7_worker_entry", "--exact", "--ignored", "--no
 #[ignore = "run by the G7 tests as a child process"]
 fn g7_worker_entry() {
     run_if_worker();
-}
-
-/// A client named `node` of the resource `core` (a large primary quota, no reservation),
-/// paced by `pacing` through the script.
-async fn client(c: RedisQuotaConfig, pacing: Option<Pacing>) -> (RedisQuota, SharedQuota) {
-    reserving(c.reserve_share_permille(0), pacing).await
-}
-
-/// As [`client`], with the config's reservation (and so an express lane with quota to spend).
-async fn reserving(c: RedisQuotaConfig, pacing: Option<Pacing>) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(c).await.expect("connect");
-    let mut spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600));
-    if let Some(p) = pacing {
-        spec = spec.shared_pacing(p);
-    }
-    let q = r.resource("core", spec).await.expect("resource");
-    (r, q)
-}
-
-fn rules(windows: Vec<WindowRule>) -> Pacing {
-    Pacing {
-        windows,
-        ..Pacing::default()
-    }
-}
-
-fn wait_of(d: QuotaDecision) -> QuotaWait {
-    match d {
-        QuotaDecision::Wait(w) => w,
-        QuotaDecision::Go(g) => panic!("expected a wait, got a grant {g:?}"),
-    }
 }
 
 /// The most grants (server times, any order) inside any window of `span_ms`.
@@ -119,8 +86,8 @@ async fn g7_g8_write_spacing_holds_across_clients() {
     let p = prefix("pace-space");
     let gap = 150;
     let spacing = || Pacing::default().with_write_spacing(MS(gap));
-    let (_ra, a) = client(cfg(&srv.url, &p, "a"), Some(spacing())).await;
-    let (_rb, b) = client(cfg(&srv.url, &p, "b"), Some(spacing())).await;
+    let (_ra, a) = client_with(cfg(&srv.url, &p, "a"), Some(spacing())).await;
+    let (_rb, b) = client_with(cfg(&srv.url, &p, "b"), Some(spacing())).await;
     let stop = Instant::now() + MS(1_000);
     let mut tasks = Vec::new();
     for q in [a.clone(), b.clone(), a.clone(), b.clone()] {
@@ -170,8 +137,8 @@ async fn g7_g8_concurrency_cap_holds_across_clients_and_an_unsettled_grant_frees
         ..Pacing::default()
     };
     let bound = MS(200);
-    let (_ra, a) = client(cfg(&srv.url, &p, "a").call_bound(bound), Some(cap())).await;
-    let (_rb, b) = client(cfg(&srv.url, &p, "b").call_bound(bound), Some(cap())).await;
+    let (_ra, a) = client_with(cfg(&srv.url, &p, "a").call_bound(bound), Some(cap())).await;
+    let (_rb, b) = client_with(cfg(&srv.url, &p, "b").call_bound(bound), Some(cap())).await;
     let read = Request::read();
     let g1 = go(a.try_acquire_request(&read, Priority::P1).await.expect("1"));
     let _g2 = go(a.try_acquire_request(&read, Priority::P1).await.expect("2"));
@@ -243,8 +210,8 @@ async fn g7_g8_p0_headroom_is_usable_by_p0_only() {
     // The express lane is on in the config: with shared rules it must not serve P0 from the
     // reservation, past the rules.
     let c = |n| cfg(&srv.url, &p, n).express(Some(Priority::P0), 8);
-    let (_ra, a) = reserving(c("a"), Some(rule())).await;
-    let (_rb, b) = reserving(c("b"), Some(rule())).await;
+    let (_ra, a) = reserving_with(c("a"), Some(rule())).await;
+    let (_rb, b) = reserving_with(c("b"), Some(rule())).await;
     let create = Request::create();
     for q in [&a, &b, &a] {
         let _ = go(q
@@ -294,7 +261,7 @@ async fn g7_g8_a_rule_wait_reports_the_delay_until_a_unit_frees_and_the_waiter_s
         2,
         MS(1_000),
     )]);
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), Some(rule)).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), Some(rule)).await;
     let read = Request::read();
     let first = go(q.try_acquire_request(&read, Priority::P1).await.expect("1"));
     let _ = go(q.try_acquire_request(&read, Priority::P1).await.expect("2"));
@@ -335,83 +302,10 @@ async fn g7_g8_a_rule_wait_reports_the_delay_until_a_unit_frees_and_the_waiter_s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_per_endpoint_windows_are_separate_and_their_number_bounded() {
-    let Some(srv) = server() else { return };
-    let p = prefix("pace-ep");
-    let rule = rules(vec![WindowRule::new(
-        "points",
-        Selector::All,
-        Measure::Points,
-        10,
-        Duration::from_secs(60),
-    )
-    .per_endpoint()]);
-    let (_ra, a) = client(cfg(&srv.url, &p, "a"), Some(rule.clone())).await;
-    let (_rb, b) = client(cfg(&srv.url, &p, "b"), Some(rule)).await;
-    let w = |e: &'static str| Request::write().with_endpoint(e); // 5 points
-    let _ = go(a
-        .try_acquire_request(&w("POST /a"), Priority::P1)
-        .await
-        .expect("a1"));
-    let _ = go(b
-        .try_acquire_request(&w("POST /a"), Priority::P1)
-        .await
-        .expect("a2"));
-    let wt = wait_of(
-        a.try_acquire_request(&w("POST /a"), Priority::P1)
-            .await
-            .expect("a3"),
-    );
-    assert_eq!(wt.reason, QuotaWaitReason::Paced);
-    let _ = go(b
-        .try_acquire_request(&w("POST /b"), Priority::P1)
-        .await
-        .expect("b1"));
-    // A request of more points than the rule allows can never pass: an error, not a wait.
-    let big = Request::read().with_points(11).with_endpoint("GET /c");
-    assert!(a.try_acquire_request(&big, Priority::P0).await.is_err());
-    // Past the cap, endpoints share one window (never less counted than their own), and the
-    // state stays bounded.
-    let names: Vec<String> = (0..SHARED_ENDPOINT_CAP + 8)
-        .map(|i| format!("GET /n{i}"))
-        .collect();
-    let mut refused = 0;
-    for n in &names {
-        let r = Request::write().with_endpoint(n);
-        match a.try_acquire_request(&r, Priority::P1).await.expect("ask") {
-            QuotaDecision::Go(_) => {}
-            QuotaDecision::Wait(w) => {
-                assert_eq!(w.reason, QuotaWaitReason::Paced);
-                refused += 1;
-            }
-        }
-    }
-    // 32 own windows (two were taken by /a and /b), then the overflow window takes two
-    // writes of 5 points: the rest wait.
-    assert_eq!(
-        refused,
-        names.len() - (SHARED_ENDPOINT_CAP as usize - 2) - 2
-    );
-    if srv.owned() {
-        let count = |c: &str| -> usize {
-            srv.cmd(c)
-                .and_then(|s| s.trim().trim_start_matches(':').parse().ok())
-                .expect("a count")
-        };
-        // One ring per endpoint up to the cap, the overflow ring, the rule's ring count, the
-        // lifetime and the expiry.
-        let cap = SHARED_ENDPOINT_CAP as usize;
-        let fields = count(&format!("HLEN {{{p}:core}}:p"));
-        assert_eq!(fields, cap + 4, "the rules' state has {fields} fields");
-        assert_eq!(count(&format!("ZCARD {{{p}:core}}:i")), cap + 1);
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_g8_without_rules_nothing_is_paced_and_no_rule_state_is_kept() {
     let Some(srv) = server() else { return };
     let p = prefix("pace-none");
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), None).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), None).await;
     for _ in 0..5 {
         let _ = go(q
             .try_acquire_request(&Request::create(), Priority::P1)
@@ -423,55 +317,6 @@ async fn g7_g8_without_rules_nothing_is_paced_and_no_rule_state_is_kept() {
         let exists = srv.cmd(&format!("EXISTS {key}")).expect("exists");
         assert_eq!(exists.trim(), ":0", "{exists}");
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_g8_idle_endpoint_windows_are_evicted_to_make_room() {
-    let Some(srv) = server() else { return };
-    if !srv.owned() {
-        return; // reads the index's size
-    }
-    let p = prefix("pace-evict");
-    let rule = rules(vec![WindowRule::new(
-        "points",
-        Selector::All,
-        Measure::Points,
-        10,
-        MS(300),
-    )
-    .per_endpoint()]);
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), Some(rule)).await;
-    let indexed = || -> usize {
-        srv.cmd(&format!("ZCARD {{{p}:core}}:i"))
-            .and_then(|s| s.trim().trim_start_matches(':').parse().ok())
-            .expect("zcard")
-    };
-    let cap = SHARED_ENDPOINT_CAP as usize;
-    for i in 0..=cap {
-        let name = format!("POST /n{i}");
-        let _ = go(q
-            .try_acquire_request(&Request::write().with_endpoint(&name), Priority::P1)
-            .await
-            .expect("ask"));
-    }
-    assert_eq!(indexed(), cap + 1, "the cap's rings and the overflow ring");
-    // Every window is over: a new endpoint evicts idle rings and gets one of its own, with
-    // its whole limit (two writes of 5 points), and no more.
-    tokio::time::sleep(MS(400)).await;
-    let fresh = Request::write().with_endpoint("POST /fresh");
-    for _ in 0..2 {
-        let _ = go(q
-            .try_acquire_request(&fresh, Priority::P1)
-            .await
-            .expect("fresh"));
-    }
-    let w = wait_of(
-        q.try_acquire_request(&fresh, Priority::P1)
-            .await
-            .expect("3rd"),
-    );
-    assert_eq!(w.reason, QuotaWaitReason::Paced);
-    assert!(indexed() <= cap + 2 - 16, "idle rings left: {}", indexed());
 }
 
 /// A process without the rules would not be counted in them: while another process's
@@ -487,8 +332,8 @@ async fn g7_g8_a_process_without_the_shared_rules_is_refused_by_name() {
         2,
         MS(60_000),
     )]);
-    let (_ra, a) = client(cfg(&srv.url, &p, "a"), Some(rule)).await;
-    let (_rb, b) = client(cfg(&srv.url, &p, "b"), None).await;
+    let (_ra, a) = client_with(cfg(&srv.url, &p, "a"), Some(rule)).await;
+    let (_rb, b) = client_with(cfg(&srv.url, &p, "b"), None).await;
     let _ = go(b
         .try_acquire(1, Priority::P1)
         .await
@@ -524,8 +369,8 @@ async fn g7_g8_acquire_shared_counts_each_request_by_kind_in_the_shared_rules() 
             Duration::from_secs(60),
         )])
     };
-    let (_ra, qa) = client(cfg(&srv.url, &p, "a"), Some(rule())).await;
-    let (_rb, qb) = client(cfg(&srv.url, &p, "b"), Some(rule())).await;
+    let (_ra, qa) = client_with(cfg(&srv.url, &p, "a"), Some(rule())).await;
+    let (_rb, qb) = client_with(cfg(&srv.url, &p, "b"), Some(rule())).await;
     let mut created = 0;
     let mut refused = 0;
     for q in [&qa, &qb] {
@@ -566,7 +411,7 @@ async fn g7_g8_shared_rules_spend_nothing_while_redis_is_down() {
         .reserve_share_permille(200)
         .on_loss(resilience_redis::OnLoss::Degraded);
     let rule = Pacing::default().with_write_spacing(MS(100));
-    let (_r, q) = reserving(c, Some(rule)).await;
+    let (_r, q) = reserving_with(c, Some(rule)).await;
     let _ = go(q
         .try_acquire_request(&Request::read(), Priority::P1)
         .await
@@ -599,7 +444,7 @@ async fn g7_g8_a_request_no_rule_window_can_grant_is_refused_naming_the_rule() {
         )
         .with_p0_headroom(headroom)])
     };
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), Some(points(8, 4))).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), Some(points(8, 4))).await;
     // A creation is 5 points: P1 may use 8 - 4 of them, P0 all 8.
     let err = q
         .try_acquire_request(&Request::create(), Priority::P1)
@@ -629,7 +474,7 @@ async fn g7_g8_a_request_no_rule_window_can_grant_is_refused_naming_the_rule() {
         .expect("P0 may use the headroom: 1 + 5 of 8"));
 
     let p = prefix("pace-never-p0");
-    let (_r, q) = client(cfg(&srv.url, &p, "b"), Some(points(4, 0))).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "b"), Some(points(4, 0))).await;
     assert!(matches!(
         q.try_acquire_request(&Request::create(), Priority::P0)
             .await,

@@ -4,21 +4,11 @@
 mod common;
 
 use common::node::{cfg, go, MS};
+use common::pacing::client_with;
 use common::server::{prefix, server};
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
-use resilience_redis::{
-    QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig, SharedQuota,
-};
+use resilience_redis::{QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota};
 use std::time::{Duration, Instant};
-
-async fn client(c: RedisQuotaConfig, pacing: Pacing) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(c.reserve_share_permille(0))
-        .await
-        .expect("connect");
-    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing);
-    let q = r.resource("core", spec).await.expect("resource");
-    (r, q)
-}
 
 fn window(name: &str, selector: Selector, limit: u32, ms: u64) -> WindowRule {
     WindowRule::new(
@@ -42,7 +32,7 @@ async fn g7_g8_the_rule_state_outlives_every_count_still_in_a_window() {
         windows: vec![window("all", Selector::All, 2, 1_000)],
         ..Pacing::default()
     };
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), rule).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), Some(rule)).await;
     let read = Request::read();
     let t0 = Instant::now();
     let mut times =
@@ -80,7 +70,7 @@ async fn g7_g8_the_endpoint_index_expires_with_the_counts() {
         ],
         ..Pacing::default()
     };
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), rule).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), Some(rule)).await;
     let _ = go(q
         .try_acquire_request(&Request::read(), Priority::P1)
         .await
@@ -129,7 +119,7 @@ async fn g7_g8_a_process_without_the_rules_gets_no_reservation_and_no_express_la
         .try_acquire(1, Priority::P1)
         .await
         .expect("before the rules"));
-    let (_rp, paced) = client(cfg(&srv.url, &p, "p"), rule).await;
+    let (_rp, paced) = client_with(cfg(&srv.url, &p, "p"), Some(rule)).await;
     let _ = go(paced
         .try_acquire_request(&Request::read(), Priority::P1)
         .await
@@ -239,7 +229,7 @@ async fn g7_g8_the_concurrency_cap_counts_calls_not_quota_units() {
         max_concurrent: Some(2),
         ..Pacing::default()
     };
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), rule).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), Some(rule)).await;
     let heavy = go(q
         .try_acquire_request(&Request::read().with_cost(5), Priority::P1)
         .await
@@ -281,7 +271,7 @@ async fn g7_g8_an_endpoint_leaving_the_overflow_window_keeps_its_count() {
         ],
         ..Pacing::default()
     };
-    let (_r, q) = client(cfg(&srv.url, &p, "a"), rule).await;
+    let (_r, q) = client_with(cfg(&srv.url, &p, "a"), Some(rule)).await;
     let t0 = Instant::now();
     for i in 0..resilience_redis::SHARED_ENDPOINT_CAP {
         let e = format!("/own{i}");
@@ -335,7 +325,7 @@ async fn g7_g8_a_resource_refused_for_want_of_rules_can_be_asked_again_with_them
         windows: vec![window("all", Selector::All, 100, 60_000)],
         ..Pacing::default()
     };
-    let (_rp, paced) = client(cfg(&srv.url, &p, "p"), rule.clone()).await;
+    let (_rp, paced) = client_with(cfg(&srv.url, &p, "p"), Some(rule.clone())).await;
     let _ = go(paced
         .try_acquire_request(&Request::read(), Priority::P1)
         .await

@@ -6,19 +6,51 @@
 use super::node::{cfg, go, MS};
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
 use resilience_redis::{
-    QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, SharedQuota,
+    QuotaDecision, QuotaSpec, QuotaWait, QuotaWaitReason, RedisQuota, RedisQuotaConfig, SharedQuota,
 };
 use std::time::{Duration, Instant};
 
 /// `node` with no reservation on a large hour-long resource under `pacing`: every grant is
 /// judged on the shared rules.
 pub async fn client(url: &str, p: &str, node: &str, pacing: &Pacing) -> (RedisQuota, SharedQuota) {
-    let r = RedisQuota::connect(cfg(url, p, node).reserve_share_permille(0))
-        .await
-        .expect("connect");
-    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing.clone());
+    client_with(cfg(url, p, node), Some(pacing.clone())).await
+}
+
+/// A client configured by `c`, with no reservation, of the resource `core` (a large
+/// hour-long primary quota), paced by `pacing` through the script.
+pub async fn client_with(c: RedisQuotaConfig, pacing: Option<Pacing>) -> (RedisQuota, SharedQuota) {
+    reserving_with(c.reserve_share_permille(0), pacing).await
+}
+
+/// As [`client_with`], with the config's reservation (and so an express lane with quota to
+/// spend).
+pub async fn reserving_with(
+    c: RedisQuotaConfig,
+    pacing: Option<Pacing>,
+) -> (RedisQuota, SharedQuota) {
+    let r = RedisQuota::connect(c).await.expect("connect");
+    let mut spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600));
+    if let Some(p) = pacing {
+        spec = spec.shared_pacing(p);
+    }
     let q = r.resource("core", spec).await.expect("resource");
     (r, q)
+}
+
+/// Pacing by these window rules alone.
+pub fn rules(windows: Vec<WindowRule>) -> Pacing {
+    Pacing {
+        windows,
+        ..Pacing::default()
+    }
+}
+
+/// The wait of a decision that must be one.
+pub fn wait_of(d: QuotaDecision) -> QuotaWait {
+    match d {
+        QuotaDecision::Wait(w) => w,
+        QuotaDecision::Go(g) => panic!("expected a wait, got a grant {g:?}"),
+    }
 }
 
 /// 10 creations per minute, shared.
