@@ -369,3 +369,35 @@ async fn g7_g8_a_live_leases_hold_past_an_earlier_reset_returns_when_its_holder_
     assert_held_counted(&paced).await;
     assert_paid(&paced, 3).await;
 }
+
+/// Liveness: with real clients, connected and calling, the shares held for them past an
+/// earlier reset come back to the pool once their leases would have expired as they last
+/// heard (here within about one lease TTL of the roll), not at the window's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_connected_holders_shares_held_past_an_earlier_reset_return_within_a_ttl() {
+    let Some(srv) = server::server() else { return };
+    let p = server::prefix("held-live-return");
+    let plain = QuotaSpec::new(1_000, Duration::from_secs(3_600));
+    let ttl = Duration::from_secs(3);
+    let (_ra, a) = node_with_ttl(&srv.url, &p, "a", plain.clone(), ttl).await;
+    let (_rb, b) = node_with_ttl(&srv.url, &p, "b", plain, ttl).await;
+    let _ = a.acquire(1, Priority::P1).await.expect("a");
+    let grant = b.acquire(1, Priority::P1).await.expect("b");
+    let rolled = roll_early(&b, grant).await;
+    let rolled_at = Instant::now();
+    assert!(rolled.held > 0, "shares held at the roll: {rolled:?}");
+    let mut last = rolled;
+    while last.held > 0 && rolled_at.elapsed() < ttl * 2 {
+        let _ = a.acquire(1, Priority::P1).await;
+        let _ = b.acquire(1, Priority::P1).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        last = a.snapshot().await.expect("a");
+    }
+    assert_eq!(
+        last.held,
+        0,
+        "still held after {:?}: {last:?}",
+        rolled_at.elapsed()
+    );
+    assert_held_counted(&a).await;
+}

@@ -73,6 +73,11 @@ pub(crate) struct Local {
     /// about one lease are ordered by it, even those older than the newest reply applied.
     server_reserved: u64,
     reserved_ops: u64,
+    /// The window of the reply that set it. A reservation of a window that has ended is
+    /// void (the server zeroed it at the roll): a reply judged before the roll, applied
+    /// beside a newer one of the next window that named no lease, left it spendable offline
+    /// while this process's calls said it had heard of the roll (review helper-46).
+    reserved_window: u64,
     /// Spent offline and not yet reported.
     pub offline_unreported: u64,
     /// Spent offline, reported by a call whose reply has not come back.
@@ -124,6 +129,9 @@ impl Local {
 
     /// [`reserved`](Self::reserved), before the acquires still in flight.
     fn unasked_reserve(&self) -> u64 {
+        if self.reserved_window != self.window {
+            return 0;
+        }
         self.server_reserved
             .saturating_sub(self.offline_unreported)
             .saturating_sub(self.reporting)
@@ -265,6 +273,7 @@ impl Local {
             self.leaving = false;
             self.server_reserved = r.reserved;
             self.reserved_ops = r.ops;
+            self.reserved_window = r.window;
         } else if r.epoch == self.epoch
             && r.epoch != 0
             && !ended
@@ -278,6 +287,7 @@ impl Local {
             // paid from.
             self.server_reserved = r.reserved;
             self.reserved_ops = r.ops;
+            self.reserved_window = r.window;
         }
         if r.ops > self.ops {
             // Under a lease lost with its state, a reply naming none of the new state (a
@@ -311,6 +321,7 @@ impl Local {
             if let Some(reserved) = reserved {
                 self.server_reserved = reserved;
                 self.reserved_ops = r.ops;
+                self.reserved_window = r.window;
             }
             self.limit = r.limit;
             self.window_ms = r.window_ms;

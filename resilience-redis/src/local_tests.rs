@@ -496,3 +496,44 @@ fn g7_a_reply_about_the_lease_older_than_a_snapshot_still_sets_its_reservation()
     l.apply(&reply(13, 6, 15), at(&clock, 1), 0, MARGIN);
     assert_eq!((l.epoch, l.reserved()), (6, 15));
 }
+
+/// A reservation is void once its window has ended (the server zeroed it at the roll). Here
+/// the lease's reservation came in a reply judged before an early roll, and a reply judged
+/// after it named no lease (a snapshot sent under the lease before): whichever is applied
+/// first, the process has heard of the new window and holds nothing of the old one. Kept
+/// (as it was, review helper-46), its calls said it had heard of the roll (their counter),
+/// so the server returned the share it held for that reservation, while it could still
+/// spend the reservation offline: the quota spent twice.
+#[test]
+fn g7_a_reservation_of_a_window_that_has_ended_is_void() {
+    let post_roll = Reply {
+        window: 8,
+        ..reply(13, 0, 0)
+    };
+    for stale_first in [true, false] {
+        let clock = ManualClock::new();
+        let mut l = Local::default();
+        l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+        let (first, second) = if stale_first {
+            (&post_roll, &reply(12, 6, 20))
+        } else {
+            (&reply(12, 6, 20), &post_roll)
+        };
+        l.apply(first, at(&clock, 1), 0, MARGIN);
+        l.apply(second, at(&clock, 1), 0, MARGIN);
+        assert_eq!((l.window, l.view(0).ops, l.view(0).epoch), (8, 13, 6));
+        assert_eq!(l.reserved(), 0, "stale first: {stale_first}");
+        assert!(l.offline_acquire(20, clock.now()).is_err());
+        // The next reply about the lease, of the new window, is spendable again.
+        l.apply(
+            &Reply {
+                window: 8,
+                ..reply(14, 6, 9)
+            },
+            at(&clock, 1),
+            0,
+            MARGIN,
+        );
+        assert_eq!(l.reserved(), 9, "stale first: {stale_first}");
+    }
+}
