@@ -409,8 +409,9 @@ impl QuotaSpec {
     /// rebuilds, nothing is granted (not even from a reservation) until every process known
     /// has rejoined, so the counts hold all their grants first. A process that never comes
     /// back (it died with Redis) takes its counts with it: the pool opens after one lease
-    /// TTL, and its grants in the windows still open then may be spent again. The
-    /// concurrency cap forgets the calls in flight at the loss. An ask whose answer its
+    /// TTL, and its grants in the windows still open then may be spent again. The calls each
+    /// process reports in flight (granted, not yet observed or released) count in the
+    /// concurrency cap for a call bound after its report. An ask whose answer its
     /// process has not read when it reports (or never will: a lost connection, a dropped
     /// acquire) is reported as granted at the merge, so the rules may count it once too
     /// often, never once too few.

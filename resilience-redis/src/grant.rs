@@ -31,6 +31,9 @@ pub struct QuotaGrant {
     pub(crate) express: bool,
     /// The agent it was made for, if known: the shared G4 detector counts distinct agents.
     pub(crate) agent: Option<Arc<str>>,
+    /// Its ask's id in the process's log of shared-rule grants (0: none): counted there as a
+    /// call in flight until observed or released (`PaceLog::landed`).
+    pub(crate) pace_id: u64,
 }
 
 impl QuotaGrant {

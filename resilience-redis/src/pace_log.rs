@@ -100,6 +100,13 @@ pub(crate) struct PaceLog {
     /// Asks sent whose answer was not read, reported as counted now.
     pending: Vec<Pending>,
     next_id: u64,
+    /// Calls granted under the rules and not yet observed or released: their ask's id, and
+    /// the local time after which the script no longer counts them (the call bound after the
+    /// grant). After a data loss they are reported, so the concurrency cap counts them
+    /// (forgotten, as they were, the cap let as many more go: review helper-47).
+    flying: Vec<(u64, Duration)>,
+    /// The call bound: how long after its grant the script counts a call nobody settles.
+    bound: Duration,
 }
 
 /// An ask sent whose answer this process has not read.
@@ -121,12 +128,33 @@ impl Pending {
 }
 
 impl PaceLog {
-    pub fn new(rules: &PacingArgs) -> Self {
+    /// `bound`: the process's call bound.
+    pub fn new(rules: &PacingArgs, bound: Duration) -> Self {
         Self {
             windows: vec![WindowLog::default(); rules.windows.len()],
             spacings: vec![0; rules.spacings.len()],
+            bound,
             ..Self::default()
         }
+    }
+
+    /// The call of the grant made for ask `id` is no longer in flight.
+    pub fn landed(&mut self, id: u64) {
+        if let Some(i) = self.flying.iter().position(|&(f, _)| f == id) {
+            self.flying.swap_remove(i);
+        }
+    }
+
+    /// The calls granted that the script may still count as in flight at `now`, with the
+    /// asks whose answer was not read (each may have been granted).
+    fn calls_in_flight(&self, now: Duration, own: Option<u64>) -> u64 {
+        let flying = self
+            .flying
+            .iter()
+            .filter(|&&(_, until)| now < until)
+            .count();
+        let asked = self.pending.iter().filter(|p| p.live(now, own)).count();
+        (flying + asked) as u64
     }
 
     /// Logs a grant of `ask` (costing `cost`) made at `at_ms` on the server's clock, at
@@ -209,6 +237,8 @@ impl PaceLog {
         let p = self.pending.swap_remove(i);
         if let Some(at_ms) = granted_ms {
             self.record(rules, &p.ask, p.cost, at_ms, now);
+            self.flying.retain(|&(_, until)| now < until);
+            self.flying.push((id, now + self.bound));
         }
     }
 
@@ -224,11 +254,11 @@ impl PaceLog {
     /// Whether some logged grant, or some ask but `own` not answered, may still count in a
     /// rule at `now` (local clock): then a rebuild needs this process's report.
     pub fn due(&self, now: Duration, own: Option<u64>) -> bool {
-        now < self.live_until || self.pending.iter().any(|p| p.live(now, own))
+        now < self.live_until || self.calls_in_flight(now, own) > 0
     }
 
     /// The report `pacing_rebuild.lua` reads: the spacing rules' last grants, then per
-    /// window rule its rings. The asks not answered, but `own` (the ask this report is sent
+    /// window rule its rings, then the calls in flight. The asks not answered, but `own` (the ask this report is sent
     /// for: it was not judged, and is asked again after the report), count at the merge's
     /// own time.
     pub fn report(&self, rules: &PacingArgs, own: Option<u64>, now: Duration) -> Vec<u8> {
@@ -276,6 +306,7 @@ impl PaceLog {
                 ring.items(&mut items);
             }
         }
+        items.push(Item::Int(self.calls_in_flight(now, own)));
         pack(&items)
     }
 }
@@ -333,6 +364,7 @@ impl Drop for PendingAsk<'_> {
 mod tests {
     use super::*;
     use resilience_core::governor::{Measure, Pacing, Request, Selector, WindowRule};
+    const BOUND: Duration = Duration::from_secs(30);
 
     fn rules() -> PacingArgs {
         let p = Pacing {
@@ -409,7 +441,7 @@ mod tests {
     #[test]
     fn g7_g8_a_grant_is_logged_in_the_buckets_of_the_rules_that_count_it() {
         let a = rules();
-        let mut log = PaceLog::new(&a);
+        let mut log = PaceLog::new(&a, BOUND);
         assert!(!log.due(Duration::ZERO, None), "nothing logged");
         // Bucket width 100 ms (span 1 s / 10). A create on /x at 1 234 ms: bucket 12.
         let create = Request::create().with_endpoint("/x");
@@ -428,6 +460,8 @@ mod tests {
         want.extend(["1", "'/x'", "13"].map(String::from));
         want.extend(zeros(9));
         want.extend(["5", "1"].map(String::from));
+        // No call in flight: these were logged, not granted through an ask.
+        want.push("0".into());
         assert_eq!(r, want);
         // Due while the longest span (1 s + a bucket) may still count it.
         assert!(log.due(Duration::from_millis(6_099), None));
@@ -453,7 +487,7 @@ mod tests {
     #[test]
     fn g7_g8_past_its_endpoint_bound_the_log_keeps_one_overflow_ring() {
         let a = rules();
-        let mut log = PaceLog::new(&a);
+        let mut log = PaceLog::new(&a, BOUND);
         let names: Vec<String> = (0..=LOCAL_ENDPOINTS).map(|i| format!("/e{i}")).collect();
         for n in &names {
             let r = Request::read().with_endpoint(n);
@@ -479,7 +513,7 @@ mod tests {
     #[test]
     fn g7_g8_an_ask_not_answered_is_reported_as_counted_at_the_merge_but_the_one_reporting() {
         let a = rules();
-        let mut log = PaceLog::new(&a);
+        let mut log = PaceLog::new(&a, BOUND);
         let create = ask(&Request::create().with_endpoint("/x"), &a);
         let read = ask(&Request::read().with_endpoint("/y"), &a);
         let c = log.send(&create, 1, Duration::ZERO);
@@ -497,6 +531,8 @@ mod tests {
         want.extend(["1", "'/x'", "0"].map(String::from));
         want.extend(zeros(10));
         want.push(create.points.to_string());
+        // And it may be a call in flight.
+        want.push("1".into());
         assert_eq!(pending_report(&log, &a, Some(r), 0), want);
         // Reported for the create: the read counts in the points rule only, on its endpoint.
         let mut want = vec![
@@ -508,23 +544,58 @@ mod tests {
         want.extend(["1", "'/y'", "0"].map(String::from));
         want.extend(zeros(10));
         want.push("1".into());
+        want.push("1".into());
         assert_eq!(pending_report(&log, &a, Some(c), 0), want);
         // Answered, the create is a logged grant at its server time; the read, refused,
         // counts nowhere.
         log.settle(&a, c, Some(1_234), Duration::ZERO);
         log.settle(&a, r, None, Duration::ZERO);
-        let mut logged = PaceLog::new(&a);
+        // Its call is in flight until observed or released.
+        let mut logged = PaceLog::new(&a, BOUND);
         logged.record(&a, &create, 1, 1_234, Duration::ZERO);
+        let mut flying = pending_report(&logged, &a, None, 0);
+        *flying.last_mut().expect("calls in flight") = "1".into();
+        assert_eq!(pending_report(&log, &a, None, 0), flying);
+        log.landed(c);
         assert_eq!(
             pending_report(&log, &a, None, 0),
             pending_report(&logged, &a, None, 0)
         );
     }
 
+    /// A call granted under the rules is reported as in flight until it is observed or
+    /// released, or the call bound has passed (the script counts it no longer): after a data
+    /// loss, the concurrency cap counts it (review helper-47).
+    #[test]
+    fn g7_g8_a_granted_call_is_reported_in_flight_until_it_lands_or_the_call_bound() {
+        let a = rules();
+        let mut log = PaceLog::new(&a, BOUND);
+        let read = ask(&Request::read().with_endpoint("/y"), &a);
+        let first = log.send(&read, 1, Duration::ZERO);
+        log.settle(&a, first, Some(1_000), Duration::ZERO);
+        let second = log.send(&read, 1, Duration::from_secs(1));
+        log.settle(&a, second, Some(2_000), Duration::from_secs(1));
+        let in_flight = |log: &PaceLog, at: Duration| {
+            let r = unpack(&log.report(&a, None, at));
+            r.last().expect("calls in flight").clone()
+        };
+        assert_eq!(in_flight(&log, Duration::from_secs(1)), "2");
+        log.landed(second);
+        assert_eq!(in_flight(&log, Duration::from_secs(1)), "1");
+        // The first is never settled: counted until its bound, then not.
+        assert_eq!(in_flight(&log, BOUND - Duration::from_millis(1)), "1");
+        assert!(log.due(BOUND - Duration::from_millis(1), None));
+        assert_eq!(in_flight(&log, BOUND), "0");
+        // Landing it late (or twice) changes nothing.
+        log.landed(first);
+        log.landed(first);
+        assert_eq!(in_flight(&log, Duration::from_secs(1)), "0");
+    }
+
     #[test]
     fn g7_g8_an_ask_given_up_on_counts_as_long_as_a_grant_made_then_could() {
         let a = rules();
-        let mut log = PaceLog::new(&a);
+        let mut log = PaceLog::new(&a, BOUND);
         let create = ask(&Request::create().with_endpoint("/x"), &a);
         let c = log.send(&create, 1, Duration::ZERO);
         // Given up at 5 s: the longest rule (1 s + a 100 ms bucket) could count it to 6.1 s.
@@ -532,12 +603,12 @@ mod tests {
         assert!(log.due(Duration::from_millis(6_099), None));
         assert_ne!(
             pending_report(&log, &a, None, 6_099),
-            pending_report(&PaceLog::new(&a), &a, None, 6_099)
+            pending_report(&PaceLog::new(&a, BOUND), &a, None, 6_099)
         );
         assert!(!log.due(Duration::from_millis(6_100), None));
         assert_eq!(
             pending_report(&log, &a, None, 6_100),
-            pending_report(&PaceLog::new(&a), &a, None, 6_100)
+            pending_report(&PaceLog::new(&a, BOUND), &a, None, 6_100)
         );
         // The next ask sent forgets it.
         log.send(&create, 1, Duration::from_millis(6_100));

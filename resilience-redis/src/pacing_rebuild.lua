@@ -15,7 +15,9 @@
 -- selected grant of each (server ms, 0 none); the number of window rules, then per rule the
 -- number of its rings, then per ring: its endpoint ('' for a rule not per endpoint;
 -- OVERFLOW for the process's own overflow ring, counted against every endpoint), its newest
--- bucket number, and the NB + 1 counts of buckets newest - NB .. newest. A last grant of 1
+-- bucket number, and the NB + 1 counts of buckets newest - NB .. newest; then the number of
+-- the process's calls granted under the rules and not yet observed or released (with the
+-- asks not answered). A last grant of 1
 -- and a newest bucket 0 (never real) mean this script's now: asks whose answer the process
 -- had not read when it reported; their grants, if any, were made before now.
 
@@ -144,6 +146,16 @@ local function pace_merge(rules, log)
         end
       end
     end
+  end
+  -- Its calls in flight: granted in the state Redis lost, they are not counted in this one
+  -- (a report to the same state, after an eviction, is of calls it counts). The concurrency
+  -- cap and sequential mode count them for a call bound from now, no shorter than they had
+  -- left. Forgotten (as they were, review helper-47), the cap let as many more go at once.
+  local flying = L[j + 1]
+  if type(flying) ~= 'number' then return false end
+  if other_state and flying > 0 then
+    local c = (s.fl_at % 5) + 1
+    s.fc[c] = s.fc[c] + flying
   end
   keep_ms = math.max(keep_ms, tonumber(redis.call('HGET', K_P, 'k')) or 0)
   -- Never earlier than a grant counted before still counts (a process with longer rules),

@@ -241,7 +241,8 @@ impl RedisQuota {
                     fixed.reserve_max = cfg.reserve_max;
                     fixed.yield_ms = ms(cfg.wait.poll);
                     fixed.slot_ms = ms(cfg.call_bound).div_ceil(4).max(1);
-                    let pace_log = fixed.pacing.as_deref().map(|p| Mutex::new(PaceLog::new(p)));
+                    let pace_log = (fixed.pacing.as_deref())
+                        .map(|p| Mutex::new(PaceLog::new(p, cfg.call_bound)));
                     let r = Arc::new(ResState {
                         name: name.into(),
                         fixed,

@@ -105,12 +105,15 @@ impl SharedQuota {
         };
         let mut decision = match self.inner.call(&self.state, op).await {
             Ok(r) => {
-                let decision = self.decision(&r, cost);
+                let mut decision = self.decision(&r, cost);
                 if let Some(p) = pending {
-                    p.settle(match &decision {
-                        Ok(QuotaDecision::Go(g)) => Some(g.granted_ms),
-                        _ => None,
-                    });
+                    match &mut decision {
+                        Ok(QuotaDecision::Go(g)) => {
+                            g.pace_id = p.id();
+                            p.settle(Some(g.granted_ms));
+                        }
+                        _ => p.settle(None),
+                    }
                 }
                 decision
             }
@@ -264,6 +267,7 @@ impl SharedQuota {
     /// Returns a grant whose call was not made. Refused ([`Settled::Fenced`]) if the lease
     /// it was granted under has expired: the quota may already be someone else's.
     pub async fn release(&self, grant: QuotaGrant) -> Result<Settled, RedisQuotaError> {
+        self.landed(&grant);
         if let Some(generation) = grant.offline {
             self.state
                 .local
@@ -293,6 +297,9 @@ impl SharedQuota {
         grant: Option<QuotaGrant>,
         observation: &Observation,
     ) -> Result<Settled, RedisQuotaError> {
+        if let Some(g) = &grant {
+            self.landed(g);
+        }
         let window = grant
             .as_ref()
             .map_or_else(|| self.state.local.lock().window, |g| g.window);
@@ -312,6 +319,14 @@ impl SharedQuota {
         match self.settle(lease, Op::Observe(args.clone())).await? {
             Settled::Local => Ok(self.observe_offline(&args, offline_block)),
             s => Ok(s),
+        }
+    }
+
+    /// `grant`'s call is no longer on its way (observed, or not made): it leaves the calls in
+    /// flight this process would report after a data loss.
+    fn landed(&self, grant: &QuotaGrant) {
+        if let (Some(log), true) = (&self.state.pace_log, grant.pace_id != 0) {
+            log.lock().landed(grant.pace_id);
         }
     }
 
@@ -435,6 +450,7 @@ impl SharedQuota {
                 offline: None,
                 express: false,
                 agent: None,
+                pace_id: 0,
             })),
             (script::WAIT, script::BLOCKED) => wait(QuotaWaitReason::Blocked),
             (script::WAIT, script::EXHAUSTED) => wait(QuotaWaitReason::Exhausted),
@@ -490,6 +506,7 @@ impl SharedQuota {
             offline: Some(generation),
             express,
             agent: None,
+            pace_id: 0,
         }
     }
 

@@ -322,3 +322,44 @@ async fn g7_g8_a_call_asked_for_its_report_keeps_what_it_reaped() {
     );
     assert_eq!(s.members, 1, "{s:?}");
 }
+
+/// The concurrency cap after a loss: the calls each process has in flight (granted, not yet
+/// observed or released) come with its report, and count for a call bound (their grants
+/// belong to the lost state: settling one frees nothing in the new one). Forgotten (as they
+/// were, review helper-47), a cap of 2 let 4 go at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_calls_in_flight_at_the_loss_still_count_in_the_concurrency_cap() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-cap");
+    let pacing = Pacing {
+        max_concurrent: Some(2),
+        ..creates_per_minute()
+    };
+    let (ra, a) = client(&srv.url, &p, "a", &pacing).await;
+    let (rb, b) = client(&srv.url, &p, "b", &pacing).await;
+    let read = Request::read();
+    let first = go(a
+        .try_acquire_request(&read, Priority::P1)
+        .await
+        .expect("a1"));
+    let second = go(a
+        .try_acquire_request(&read, Priority::P1)
+        .await
+        .expect("a2"));
+    let full = paced(&b, &read).await;
+    assert_eq!(full.reason, QuotaWaitReason::InFlight, "{full:?}");
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    rejoined(&rb, &b).await;
+    for q in [&b, &a] {
+        let still = paced(q, &read).await;
+        assert_eq!(still.reason, QuotaWaitReason::InFlight, "{still:?}");
+        // Until they drop out: the call bound (30 s), in the script's quarter slots.
+        assert!(still.delay <= Duration::from_millis(37_500), "{still:?}");
+    }
+    drop((first, second));
+}
