@@ -437,6 +437,12 @@ end
 
 local lease = nil
 local fresh = 0
+-- The caller has the shared rules (set in quota_ops.lua). Back from a state Redis lost, it
+-- starts the rebuild (nothing granted until the processes it knew have rejoined, each
+-- through its report) even if the quota window it knew has ended: the rule windows need
+-- not have. Started only on a live quota window (as it was, review helper-47), the first
+-- process back was judged without the others' reports.
+local paced_caller = false
 
 -- Settles what the caller's ended lease (`epoch`) holds back with the report its call
 -- carries; whether it held anything. What the report says was spent leaves the held share
@@ -510,18 +516,23 @@ local function join()
     if epoch > 0 then
       -- Only a lease of the lost state rebuilds or rejoins a rebuild: one of this state that
       -- expired had its reservation returned here (keeping it again would count it twice).
-      if not take_held(true) and v_reset > now and redis.call('SISMEMBER', K_R, node) == 0
+      local live = v_reset > now
+      if not take_held(true) and (live or paced_caller)
+          and redis.call('SISMEMBER', K_R, node) == 0
           and epoch < s.born * 1000 and (s.rebuilt == s.win or s.win == s.born * 1000) then
         if s.rebuilt ~= s.win then
-          -- A lease of a state Redis has lost, and a view of a live window, while the state
-          -- that replaced it was made by a node that knew none (it joined before the
-          -- window's first grant and heard nothing since, or is new): rebuild now. What
+          -- A lease of a state Redis has lost, and a view of a live window (or the shared
+          -- rules, `paced_caller`), while the state that replaced it was
+          -- made by a node that knew none (it joined before the window's first grant and
+          -- heard nothing since, or is new): rebuild now. What
           -- this state has granted or set aside counts against the pool the node saw; the
           -- window ends no later than the node knew; the pool stays closed until the nodes
           -- it knew have rejoined (the nodes already here count as rejoined).
-          s.pool = math.max(0, math.min(s.pool, v_pool - (s.limit - s.pool)))
-          if s.reset_at == 0 or v_reset < s.reset_at then
-            s.reset_at, s.moved = v_reset, 1
+          if live then
+            s.pool = math.max(0, math.min(s.pool, v_pool - (s.limit - s.pool)))
+            if s.reset_at == 0 or v_reset < s.reset_at then
+              s.reset_at, s.moved = v_reset, 1
+            end
           end
           s.rebuilt = s.win
           s.recover_until, recovering = now + ttl, true
@@ -532,14 +543,17 @@ local function join()
         -- Rebuild. Any node's view of a live window may be the newest one (a node that read
         -- a reset header the rebuilder never heard of names another reset): the pool is the
         -- lowest any of them saw.
-        s.pool = math.min(s.pool, math.max(0, v_pool))
-        -- The node keeps what it still holds (already outside every pool it saw), if its
-        -- view is of the rebuilt window.
-        if v_reset == s.reset_at then adopt = math.max(0, local_res) end
-        -- What it spent offline came from its reservation, outside every pool: granted, and
-        -- maybe still in flight.
-        s.ledger = s.ledger + spent_off
-        fly(spent_off)
+        -- (A view of a quota window that has ended says nothing of this one's.)
+        if live then
+          s.pool = math.min(s.pool, math.max(0, v_pool))
+          -- The node keeps what it still holds (already outside every pool it saw), if its
+          -- view is of the rebuilt window.
+          if v_reset == s.reset_at then adopt = math.max(0, local_res) end
+          -- What it spent offline came from its reservation, outside every pool: granted,
+          -- and maybe still in flight.
+          s.ledger = s.ledger + spent_off
+          fly(spent_off)
+        end
       end
     end
     -- Only a process that held a lease of the lost state counts as back: a new one (epoch 0)

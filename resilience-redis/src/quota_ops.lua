@@ -3,6 +3,7 @@
 -- back to the pool, as at a leave; the reply shuts its express lane) and it is refused. The
 -- state is saved as after any call: this one may have reaped leases or rolled the window.
 local unpaced = (op == 'acq' and n_args <= 18) or (op == 'renew' and ARGV[17] ~= '1')
+paced_caller = (op == 'acq' or op == 'renew' or op == 'pm') and not unpaced
 -- The lease a refusal ended (its reply names it: it may be newer than the caller's epoch).
 local ended_lease = 0
 if unpaced and (s.paced_until or 0) > now then

@@ -5,7 +5,7 @@
 mod common;
 
 use common::node::{cfg, go, rejoined, MS};
-use common::pacing::{client, creates_per_minute, granted, paced};
+use common::pacing::{client, create, creates_per_minute, full_for_the_minute, granted, paced};
 use common::server::{prefix, server, skip};
 use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
 use resilience_redis::{QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota};
@@ -362,4 +362,59 @@ async fn g7_g8_calls_in_flight_at_the_loss_still_count_in_the_concurrency_cap() 
         assert!(still.delay <= Duration::from_millis(37_500), "{still:?}");
     }
     drop((first, second));
+}
+
+/// A loss after the quota window a process knew has ended: its rule windows still count (a
+/// minute's creations, or GitHub's hour of them, span the quota's resets). The first process
+/// back reports its own grants only; nothing is granted until the others it knew report
+/// too. Rebuilt only for a live quota window (as it was, review helper-47), the first
+/// process back was granted the minute's 10 creations again at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g8_the_rules_are_rebuilt_after_a_loss_past_the_quota_windows_end() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("restarts its redis-server: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("pace-rebuild-ended");
+    let spec = QuotaSpec::new(1_000_000, MS(1_000)).shared_pacing(creates_per_minute());
+    let node = |url: String, name: &'static str| {
+        let (spec, p) = (spec.clone(), p.clone());
+        async move {
+            let r = RedisQuota::connect(cfg(&url, &p, name).reserve_share_permille(0))
+                .await
+                .expect("connect");
+            let q = r.resource("core", spec).await.expect("resource");
+            (r, q)
+        }
+    };
+    let to_b = common::proxy::Proxy::start(&srv.url).await;
+    let (ra, a) = node(srv.url.clone(), "a").await;
+    let (rb, b) = node(to_b.url.clone(), "b").await;
+    let _ = a.snapshot().await;
+    create(&b, 10).await;
+    // The 1 s quota window ends; a's view is of it.
+    tokio::time::sleep(MS(1_200)).await;
+    let _ = a.snapshot().await;
+    to_b.cut();
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    let asked = std::time::Instant::now();
+    while asked.elapsed() < Duration::from_secs(2) {
+        match a
+            .try_acquire_request(&Request::create(), Priority::P1)
+            .await
+        {
+            Ok(QuotaDecision::Go(g)) => panic!("created before b reported: {g:?}"),
+            Ok(QuotaDecision::Wait(w)) => {
+                assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
+                tokio::time::sleep(MS(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // b is back, and reports: the minute's creations are all spent.
+    to_b.restore();
+    rejoined(&rb, &b).await;
+    full_for_the_minute(&[&a, &b]).await;
 }
