@@ -17,7 +17,7 @@
 -- call: the report is its last word on an ended lease, `take_held`), the ids of the states the caller has
 -- seen replaced (comma-separated, '' none), the counter (`ops`) of the caller's
 -- newest reply, the id of the state it came from (0: none yet), the width of an in-flight
--- slot (a quarter of the call bound; only a new state takes it), and keep, the node's
+-- slot (a quarter of the call bound; the state's slots widen to the widest), and keep, the node's
 -- express allowance (the most its lane may have spent without reporting).
 -- An acquire may carry the resource's shared G8 pacing rules after its own arguments (see
 -- pacing.lua, concatenated after this part, then quota_ops.lua, into one script).
@@ -135,12 +135,27 @@ local function d(x) return string.format('%d', x) end
 -- their calls may not have reached the API yet. A unit nobody settles (a dropped grant, a
 -- dead process, an express report) drops out after four to five slots: the call bound.
 -- They survive a window's reset: a call granted before it may be counted after it.
--- The slot width is the state's (its first user's call bound), so processes configured
--- differently still number slots alike; a grant records its slot number, so a server clock
--- stepped back cannot make it settle another slot's units.
+-- The slot width is the state's (the longest call bound of its users, below), so processes
+-- configured differently still number slots alike; a grant records its slot number, so a
+-- server clock stepped back cannot make it settle another slot's units.
 -- Beside the units, the same slots count the *calls* the script granted (`fc`, one array:
 -- slot i at fc[i + 1]), whatever they cost (a conditional request costs 0): the shared
 -- concurrency cap and the shared G4 sequential mode count those.
+-- A process whose call bound is longer than the one the slots were cut for: its calls may
+-- be on their way for longer than they would count. The slots widen to its width (never
+-- narrow): what they count moves into the current slot, which counts it for a whole (longer)
+-- call bound from now, and a grant made before (`slot_since`) settles nothing (its slot
+-- number is of the old width): it drops out instead. Kept at the first caller's width (as
+-- they were, review helper-47), a cap of 2 let a third call go while 2 were on their way.
+if a_slot > s.slot_ms then
+  local units = s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
+  local calls = s.fc[1] + s.fc[2] + s.fc[3] + s.fc[4] + s.fc[5]
+  s.slot_ms, s.slot_since = a_slot, now
+  s.fl_at = math.floor(now / a_slot)
+  s.fl0, s.fl1, s.fl2, s.fl3, s.fl4, s.fc = 0, 0, 0, 0, 0, {0, 0, 0, 0, 0}
+  s['fl' .. (s.fl_at % 5)] = units
+  s.fc[(s.fl_at % 5) + 1] = calls
+end
 local slot_ms = s.slot_ms
 local slot_now = math.floor(now / slot_ms)
 if slot_now > s.fl_at then
@@ -191,7 +206,7 @@ end
 -- since lost settles nothing: its units are not here (the client sends no time for a grant
 -- of another state than its newest reply's; one made before this state was born is too).
 local function land(n, at, k)
-  if other_state or at <= 0 or at < s.born then return false end
+  if other_state or at <= 0 or at < s.born or at < (s.slot_since or 0) then return false end
   if k > s.fl_at or k <= s.fl_at - 5 then return false end
   local f = 'fl' .. (k % 5)
   if s[f] < n then return false end

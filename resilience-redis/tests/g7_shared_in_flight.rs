@@ -90,6 +90,33 @@ async fn g7_processes_configured_with_other_call_bounds_count_in_flight_alike() 
     assert_eq!(b.snapshot().await.expect("snapshot").pool, 99);
 }
 
+/// The other way round: the state made by a process with a short bound (100 ms), then one
+/// with the default (30 s) joins. The slots widen to the longer bound, so that process's
+/// calls count in flight for as long as they may take. Kept at the first caller's width (as
+/// they were, review helper-47), a's call dropped out after 125 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_process_with_a_longer_call_bound_widens_the_in_flight_slots() {
+    let Some(srv) = server() else { return };
+    let p = prefix("bounds-widen");
+    let b_cfg = cfg(&srv.url, &p, "b")
+        .reserve_share_permille(0)
+        .call_bound(MS(100));
+    let (_rb, b) = quota(b_cfg, 100, MS(60_000)).await;
+    let _ = b.snapshot().await.expect("b made the state");
+    let (_r, a) = unreserved(&srv.url, &p, "a").await;
+    let slow = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    // Longer than 1.25 × b's bound, well within a's.
+    tokio::time::sleep(MS(300)).await;
+    let fast = go(b.try_acquire(1, Priority::P1).await.expect("b"));
+    let reading = Observation::from_headers(200, [("x-ratelimit-remaining", "99")]);
+    b.observe(Some(fast), &reading).await.expect("observe");
+    let s = b.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 98, "a's call must still count in flight: {s:?}");
+    // Granted after the slots widened, it settles where it was counted.
+    assert_eq!(a.release(slow).await.expect("release"), Settled::Applied);
+    assert_eq!(b.snapshot().await.expect("snapshot").pool, 99);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_a_grant_of_a_state_redis_lost_settles_nothing_of_the_rebuilt_one() {
     let Some(mut srv) = server() else { return };
