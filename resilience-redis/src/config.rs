@@ -406,15 +406,32 @@ impl QuotaSpec {
     /// If Redis comes back without its data, the quota is rebuilt conservatively (see the
     /// crate docs), and so are the rule counts: each process keeps what its own grants
     /// counted in the rules lately, and reports it before it rejoins; while the quota
-    /// rebuilds, nothing is granted (not even from a reservation) until every process known
-    /// has rejoined, so the counts hold all their grants first. A process that never comes
-    /// back (it died with Redis) takes its counts with it: the pool opens after one lease
-    /// TTL, and its grants in the windows still open then may be spent again. The calls each
-    /// process reports in flight (granted, not yet observed or released) count in the
-    /// concurrency cap for a call bound after its report. An ask whose answer its
-    /// process has not read when it reports (or never will: a lost connection, a dropped
+    /// rebuilds (started by the first process back that knew the lost state, whether or not
+    /// the quota window it knew has ended), nothing is granted (not even from a reservation)
+    /// until every process known has rejoined, so the counts hold all their grants first.
+    /// The calls each process reports in flight (granted, not yet observed or released)
+    /// count in the concurrency cap for a call bound after its report. An ask whose answer
+    /// its process has not read when it reports (or never will: a lost connection, a dropped
     /// acquire) is reported as granted at the merge, so the rules may count it once too
     /// often, never once too few.
+    ///
+    /// What the rebuild cannot know, it cannot count. Each of these may let a rule's windows
+    /// open at the loss be spent again, up to twice their limit:
+    /// - a process that does not come back within one lease TTL (it died with Redis, or is
+    ///   cut off from it): the pool opens without its report. With a rule longer than the
+    ///   lease TTL (GitHub's 500 creations an hour, against the default 2 min lease) that is
+    ///   most of the rule's window;
+    /// - a process that joined within a heartbeat before the loss: it is waited for only if
+    ///   the processes back first had heard of it (their member count);
+    /// - a process started after the loss that reaches Redis before any process that knew
+    ///   the lost state: nothing tells it a state was lost (a first start looks the same),
+    ///   so it is judged on empty counts until the others come back.
+    ///
+    /// A rebuild that waited a whole rule span (an hour for GitHub's) would close those
+    /// gaps at that cost; this one waits at most a lease TTL. The G4 sequential mode ends
+    /// with the lost state. The same holds when only the rule counts are evicted (a
+    /// `volatile-*` maxmemory policy), with the lease holders of the moment as the
+    /// processes known.
     pub fn shared_pacing(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
         self
