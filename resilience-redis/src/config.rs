@@ -428,8 +428,9 @@ impl QuotaSpec {
     ///   so it is judged on empty counts until the others come back.
     ///
     /// A rebuild that waited a whole rule span (an hour for GitHub's) would close those
-    /// gaps at that cost; this one waits at most a lease TTL. The G4 sequential mode ends
-    /// with the lost state. The same holds when only the rule counts are evicted (a
+    /// gaps at that cost; this one waits at most a lease TTL. (The G6 block and the G4
+    /// sequential mode outlive a loss: the processes that knew them bring them back.) The
+    /// same holds when only the rule counts are evicted (a
     /// `volatile-*` maxmemory policy), with the lease holders of the moment as the
     /// processes known.
     pub fn shared_pacing(mut self, pacing: Pacing) -> Self {

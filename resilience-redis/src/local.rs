@@ -186,6 +186,7 @@ impl Local {
             ops: self.ops,
             gone: self.replaced,
             report_final: false,
+            sequential: self.sequential,
         }
     }
 

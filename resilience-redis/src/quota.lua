@@ -12,7 +12,8 @@
 -- remaining, reset, block ms, exhausted, window, reset after, block until, granted ms, in
 -- flight, cost, slot, backoff (0 none, 1 a secondary limit without retry-after: block ms is
 -- the first block of a run, 2 a good response), backoff cap ms);
--- then, whatever the op (the last `TAIL`, read from the end): '1' if the caller can spend
+-- then, whatever the op (the last `TAIL`, read from the end): '1' if the caller's newest
+-- reply was in G4 sequential mode, '1' if the caller can spend
 -- nothing more from the lease it names (its own deadline for it had passed when it sent the
 -- call: the report is its last word on an ended lease, `take_held`), the ids of the states the caller has
 -- seen replaced (comma-separated, '' none), the counter (`ops`) of the caller's
@@ -38,8 +39,9 @@ local v_state = tonumber(ARGV[#ARGV - 2])
 local v_ops = tonumber(ARGV[#ARGV - 3])
 local v_gone = ARGV[#ARGV - 4]
 local v_final = ARGV[#ARGV - 5] == '1'
+local v_sequential = ARGV[#ARGV - 6] == '1'
 -- The op's own arguments end here (they start at 16).
-local TAIL = 6
+local TAIL = 7
 local n_args = #ARGV - TAIL
 
 -- The layout of the state, leases and arguments this script speaks. Builds that speak
@@ -127,6 +129,13 @@ s.ops = s.ops + 1
 -- caller's current one). Its grants' times and slots are the lost state's too (`land`).
 local other_state = v_state ~= s.id
 if epoch > 0 and other_state then epoch = 1 end
+-- A caller that knew a lost state brings its G4 sequential mode: the cascade's limits did
+-- not end with the data. Forgotten (as it was, review helper-47), every process went back
+-- to calls side by side into limits still in force. (Its G6 block it sends itself when it
+-- rejoins, tasks.rs.)
+if other_state and v_state ~= 0 and v_sequential and not s.sm then
+  s.sm, s.cgood = true, nil
+end
 
 local function d(x) return string.format('%d', x) end
 

@@ -159,6 +159,9 @@ pub(crate) struct View {
     /// it had passed when the call was sent): the report is its last word on that lease, and
     /// what is held for it may go back to the pool.
     pub report_final: bool,
+    /// The newest reply was in G4 sequential mode: a state that replaced the one it came
+    /// from (Redis lost its data) takes it on.
+    pub sequential: bool,
 }
 
 /// Per-process constants sent with every call.
@@ -455,7 +458,8 @@ pub(crate) async fn call(
             .collect();
         ids.join(",")
     };
-    inv.arg(u8::from(view.report_final))
+    inv.arg(u8::from(view.sequential))
+        .arg(u8::from(view.report_final))
         .arg(gone)
         .arg(view.ops)
         .arg(view.state)

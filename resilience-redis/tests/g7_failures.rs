@@ -7,7 +7,9 @@ mod common;
 use common::node::{assert_reading_keeps_in_flight, cfg, go, quota, rejoined, unix_now, MS};
 use common::server::{prefix, server, skip};
 use resilience_core::governor::{Observation, Priority};
-use resilience_redis::{LinkState, OnLoss, QuotaDecision, RedisQuotaError, SharedQuota};
+use resilience_redis::{
+    LinkState, OnLoss, QuotaDecision, QuotaWaitReason, RedisQuotaError, SharedQuota,
+};
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -508,5 +510,43 @@ async fn g7_g6_a_block_set_while_the_subscription_is_closed_still_shuts_the_expr
             tokio::time::sleep(MS(30)).await;
         }
         tokio::time::sleep(MS(1_000)).await;
+    }
+}
+
+/// G6 across a data loss: the API's block did not end with Redis's data. A process that
+/// knew it sets it again when it rejoins (as one met while Redis was away), so a process
+/// new after the loss is held too. (Review helper-47 took the block for lost with the
+/// state; this shows it is not, and fails if the rejoin stops sending it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g6_a_block_outlives_a_data_loss() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return skip("needs a redis-server it can kill: RESILIENCE_REDIS_URL is set");
+    }
+    let p = prefix("block-loss");
+    let (ra, a) = quota(
+        cfg(&srv.url, &p, "a").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    let limited = Observation::from_headers(429, [("retry-after", "30")]);
+    a.observe(Some(g), &limited).await.expect("observe");
+    srv.kill();
+    srv.restart();
+    rejoined(&ra, &a).await;
+    let (_rc, c) = quota(
+        cfg(&srv.url, &p, "c").reserve_share_permille(0),
+        100,
+        MS(60_000),
+    )
+    .await;
+    match c.try_acquire(1, Priority::P1).await.expect("c") {
+        QuotaDecision::Wait(w) => {
+            assert_eq!(w.reason, QuotaWaitReason::Blocked, "{w:?}");
+            assert!(w.delay > Duration::from_secs(25), "{w:?}");
+        }
+        QuotaDecision::Go(g) => panic!("granted through the block: {g:?}"),
     }
 }

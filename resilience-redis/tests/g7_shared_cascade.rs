@@ -247,3 +247,33 @@ async fn g7_g4_acquire_shared_counts_the_governors_agents() {
     }
     assert!(b.snapshot().await.expect("snapshot").sequential);
 }
+
+/// G4 across a data loss: the cascade's limits did not end with Redis's data. A process
+/// that knew the lost state was in sequential mode brings it to the state that replaces it.
+/// Forgotten (as it was, review helper-47), every process went back to calls side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g4_sequential_mode_outlives_a_data_loss() {
+    let Some(mut srv) = server() else { return };
+    if !srv.owned() {
+        return common::server::skip("needs a redis-server it can kill");
+    }
+    let p = prefix("cascade-loss");
+    let n = nodes(&p, &srv.url, 3).await;
+    for ((_, q), agent) in n.iter().zip(["picard", "ralph", "data"]) {
+        limit(q, agent).await;
+    }
+    let (ra, a) = &n[0];
+    assert!(a.snapshot().await.expect("snapshot").sequential);
+    srv.kill();
+    srv.restart();
+    common::node::rejoined(ra, a).await;
+    let (_r, d) = node(
+        cfg(&srv.url, &p, "d").reserve_share_permille(0),
+        Some(cascade()),
+    )
+    .await;
+    // (Its calls wait for the rebuild first: the three that knew the lost state are back
+    // only once they call.)
+    let s = d.snapshot().await.expect("snapshot");
+    assert!(s.sequential, "{s:?}");
+}
