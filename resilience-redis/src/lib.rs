@@ -248,6 +248,8 @@ mod link;
 mod local;
 #[cfg(test)]
 mod local_state_tests;
+#[cfg(test)]
+mod loss_rebuild_tests;
 mod observe;
 mod pace_log;
 #[cfg(test)]

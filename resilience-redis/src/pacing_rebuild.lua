@@ -72,8 +72,9 @@ local function rings_of(name)
   return out
 end
 
--- Adds a log to the rules' counts. False if the log does not match the rules.
-local function pace_merge(rules, log)
+-- Adds a log to the rules' counts. False if the log does not match the rules. `lost`: the
+-- log is of a lease of a state Redis lost (not of counts evicted from this one).
+local function pace_merge(rules, log, lost)
   local okr, R = pcall(cmsgpack.unpack, rules)
   local okl, L = pcall(cmsgpack.unpack, log)
   if not (okr and okl and type(R) == 'table' and type(L) == 'table') then return false end
@@ -151,9 +152,12 @@ local function pace_merge(rules, log)
   -- (a report to the same state, after an eviction, is of calls it counts). The concurrency
   -- cap and sequential mode count them for a call bound from now, no shorter than they had
   -- left. Forgotten (as they were, review helper-47), the cap let as many more go at once.
+  -- Told by the lease the report is for, not by the caller's view: a reply naming no lease
+  -- (a snapshot, an observe) moves the view to this state before the report is asked for
+  -- (review helper-48).
   local flying = L[j + 1]
   if type(flying) ~= 'number' then return false end
-  if other_state and flying > 0 then
+  if lost and flying > 0 then
     local c = (s.fl_at % 5) + 1
     s.fc[c] = s.fc[c] + flying
   end

@@ -116,7 +116,8 @@ if not s.limit then
     s.pool = math.max(0, math.min(v_pool, a_limit))
     s.recover_until = now + ttl
     s.expect = v_members
-    s.rebuilt = s.win
+    -- Rebuilt from this view (`join`): the cut is a view's, not a grant.
+    s.rebuilt, s.pool_rebuilt, s.adj = s.win, s.win, s.limit - s.pool
   end
 end
 s.ops = s.ops + 1
@@ -150,12 +151,22 @@ local function d(x) return string.format('%d', x) end
 -- Beside the units, the same slots count the *calls* the script granted (`fc`, one array:
 -- slot i at fc[i + 1]), whatever they cost (a conditional request costs 0): the shared
 -- concurrency cap and the shared G4 sequential mode count those.
+local slot_now = math.floor(now / s.slot_ms)
+if slot_now > s.fl_at then
+  for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do
+    s['fl' .. (k % 5)] = 0
+    s.fc[(k % 5) + 1] = 0
+  end
+  s.fl_at = slot_now
+end
 -- A process whose call bound is longer than the one the slots were cut for: its calls may
 -- be on their way for longer than they would count. The slots widen to its width (never
--- narrow): what they count moves into the current slot, which counts it for a whole (longer)
--- call bound from now, and a grant made before (`slot_since`) settles nothing (its slot
--- number is of the old width): it drops out instead. Kept at the first caller's width (as
--- they were, review helper-47), a cap of 2 let a third call go while 2 were on their way.
+-- narrow): what they still count (advanced first: widened before, the slots that had
+-- dropped out counted again, review helper-48) moves into the current slot, which counts
+-- it for a whole (longer) call bound from now, and a grant made before (`slot_since`)
+-- settles nothing (its slot number is of the old width): it drops out instead. Kept at the
+-- first caller's width (as they were, review helper-47), a cap of 2 let a third call go
+-- while 2 were on their way.
 if a_slot > s.slot_ms then
   local units = s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
   local calls = s.fc[1] + s.fc[2] + s.fc[3] + s.fc[4] + s.fc[5]
@@ -164,15 +175,6 @@ if a_slot > s.slot_ms then
   s.fl0, s.fl1, s.fl2, s.fl3, s.fl4, s.fc = 0, 0, 0, 0, 0, {0, 0, 0, 0, 0}
   s['fl' .. (s.fl_at % 5)] = units
   s.fc[(s.fl_at % 5) + 1] = calls
-end
-local slot_ms = s.slot_ms
-local slot_now = math.floor(now / slot_ms)
-if slot_now > s.fl_at then
-  for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do
-    s['fl' .. (k % 5)] = 0
-    s.fc[(k % 5) + 1] = 0
-  end
-  s.fl_at = slot_now
 end
 
 local function in_flight()
@@ -546,30 +548,37 @@ local function join()
           and epoch < s.born * 1000 and (s.rebuilt == s.win or s.win == s.born * 1000) then
         if s.rebuilt ~= s.win then
           -- A lease of a state Redis has lost, and a view of a live window (or the shared
-          -- rules, `paced_caller`), while the state that replaced it was
-          -- made by a node that knew none (it joined before the window's first grant and
-          -- heard nothing since, or is new): rebuild now. What
-          -- this state has granted or set aside counts against the pool the node saw; the
-          -- window ends no later than the node knew; the pool stays closed until the nodes
-          -- it knew have rejoined (the nodes already here count as rejoined).
-          if live then
-            s.pool = math.max(0, math.min(s.pool, v_pool - (s.limit - s.pool)))
-            if s.reset_at == 0 or v_reset < s.reset_at then
-              s.reset_at, s.moved = v_reset, 1
-            end
-          end
+          -- rules, `paced_caller`), while the state that replaced it was made by a node
+          -- that knew none (it joined before the window's first grant and heard nothing
+          -- since, or is new): rebuild now. The pool stays closed until the nodes it knew
+          -- have rejoined (the nodes already here count as rejoined).
           s.rebuilt = s.win
           s.recover_until, recovering = now + ttl, true
           s.expect = v_members
           local here = redis.call('HKEYS', K_L)
           for _, n in ipairs(here) do redis.call('SADD', K_R, n) end
         end
-        -- Rebuild. Any node's view of a live window may be the newest one (a node that read
-        -- a reset header the rebuilder never heard of names another reset): the pool is the
-        -- lowest any of them saw.
         -- (A view of a quota window that has ended says nothing of this one's.)
         if live then
-          s.pool = math.min(s.pool, math.max(0, v_pool))
+          -- Rebuild. What this state has taken from its pool (granted, set aside, net of
+          -- what came back: all but what earlier views cut, `adj`) the node could not have
+          -- seen: it counts against the pool the node saw. Any node's view of a live window
+          -- may be the newest one (a node that read a reset header the rebuilder never heard
+          -- of names another reset): the pool is the lowest any of them leaves. Subtracted
+          -- for the first view only (as it was, review helper-48), a lower view after it,
+          -- or a first one after a rebuild started by a view whose window had ended, spent
+          -- this state's grants again.
+          local adj = s.adj or 0
+          local taken = s.limit - s.pool - adj
+          local pool = math.max(0, math.min(s.pool, v_pool - taken))
+          s.adj, s.pool = adj + s.pool - pool, pool
+          if s.pool_rebuilt ~= s.win then
+            -- The window ends no later than the first node back knew.
+            if s.reset_at == 0 or v_reset < s.reset_at then
+              s.reset_at, s.moved = v_reset, 1
+            end
+            s.pool_rebuilt = s.win
+          end
           -- The node keeps what it still holds (already outside every pool it saw), if its
           -- view is of the rebuilt window.
           if v_reset == s.reset_at then adopt = math.max(0, local_res) end

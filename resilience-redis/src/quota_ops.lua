@@ -117,7 +117,7 @@ elseif op == 'pm' then
   -- loss, every report asked for again, this one merged into what is left.
   if pace_counts_gone(redis.call('HGET', K_P, 'x')) then pace_counts_lost() end
   local owed = s.pr ~= nil and s.pr[node] == nil
-  if (lost or owed) and not pace_merge(ARGV[16], ARGV[17]) then
+  if (lost or owed) and not pace_merge(ARGV[16], ARGV[17], lost) then
     return redis.error_reply('resilience-redis: a shared-rule report that does not match '
       .. 'the rules sent with it (builds differ?)')
   end
@@ -235,7 +235,7 @@ elseif op == 'leave' then
   -- The counts evicted since (a merge would write them back and hide it): seen first.
   if n_args >= 18 and pace_counts_gone(redis.call('HGET', K_P, 'x')) then pace_counts_lost() end
   if n_args >= 18 and report_owed(ARGV[16] == '1') then
-    if not pace_merge(ARGV[17], ARGV[18]) then
+    if not pace_merge(ARGV[17], ARGV[18], lost_lease()) then
       return redis.error_reply('resilience-redis: a shared-rule report that does not match '
         .. 'the rules sent with it (builds differ?)')
     end
