@@ -359,13 +359,17 @@ async fn g7_g8_a_late_report_never_shortens_the_life_of_the_counts() {
     let w = refused(&a, &Request::create()).await;
     assert_eq!(w.reason, QuotaWaitReason::Recovering, "{w:?}");
     granted(&a, &Request::create()).await;
+    // (99 s, unless a report of a's own was merged in the same ms as the grant, which then
+    // left them at 66 s: once in a loaded CI run.)
     let before = counts_ttl_ms(&srv, &p);
-    assert!(before > 90_000, "the counts expire in {before} ms");
+    assert!(before > 60_000, "the counts expire in {before} ms");
     // b back: its report is merged before its creation is judged.
+    let merged_at = std::time::Instant::now();
     create(&b, 1).await;
     let after = counts_ttl_ms(&srv, &p);
+    let elapsed = i64::try_from(merged_at.elapsed().as_millis()).expect("ms");
     assert!(
-        after > 90_000,
+        after + elapsed + 50 >= before,
         "the counts expire in {after} ms, not {before}"
     );
 }
