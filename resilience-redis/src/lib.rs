@@ -139,8 +139,8 @@
 //! returns to the pool at its first call that is both past the time that lease would have
 //! expired as it last heard (its reply to an earlier call may be lost, and it spend on from
 //! its old reservation until then) and sent after a reply from the new window reached it
-//! (a call it sent before it was cut off may be judged that late), or when it leaves. A process cut off until then stopped
-//! spending, but reports only once it is back. One that never comes back keeps it held
+//! (a call it sent before it was cut off may be judged that late), or when it leaves. A
+//! process cut off until then stopped spending, but reports only once it is back. One that never comes back keeps it held
 //! until the window ends, as an expired degraded lease does.
 //!
 //! If Redis comes back *without its data* (no persistence, a failover to an empty replica),
@@ -149,7 +149,10 @@
 //! rejoined, or one lease TTL has passed. If a process that knew none got there first (new,
 //! or silent since before the window's first grant), the state it made becomes that rebuild
 //! when the first process that knew the window rejoins, what it granted meanwhile counted
-//! against that process's pool.
+//! against that process's pool. Until that window ends, its pool never exceeds the lowest
+//! pool any returning process saw, less what the new state has taken since (not even on a
+//! reading: it cannot count the reservations of processes not back yet), so the
+//! reservation of a process that never comes back stays unused until then.
 //!
 //! The counts of shared G8 rules are rebuilt too: each process keeps what its own grants
 //! counted in them lately (by buckets of the server's clock, as the script counts), and a

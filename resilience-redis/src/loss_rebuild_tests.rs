@@ -80,8 +80,7 @@ async fn rejoin(n: &SharedQuota, name: &str, epoch: u64, reset_in_ms: i64, pool:
 /// A process new after the loss makes the new state and is granted 50; then processes of
 /// the lost state come back, with views of its window: each `(reset_in_ms, pool)`. The pool
 /// after the last.
-async fn pool_after(tag: &str, views: &[(i64, u64)]) -> u64 {
-    let srv = server::server().expect("server");
+async fn pool_after(srv: &server::RedisServer, tag: &str, views: &[(i64, u64)]) -> u64 {
     let p = server::prefix(tag);
     let (_rn, n) = node(&srv.url, &p, "n", creates_per_minute()).await;
     let g = n.acquire(50, Priority::P1).await.expect("n spends");
@@ -104,10 +103,8 @@ const ENDED: i64 = -1_000;
 /// The first process back saw 30 left: the 50 the new state granted came out of those.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_the_new_states_grants_count_against_the_pool_the_first_view_saw() {
-    if server::server().is_none() {
-        return;
-    }
-    assert_eq!(pool_after("loss-pool-live", &[(LIVE, 30)]).await, 0);
+    let Some(srv) = server::server() else { return };
+    assert_eq!(pool_after(&srv, "loss-pool-live", &[(LIVE, 30)]).await, 0);
 }
 
 /// The same when the rebuild was started by a process with the shared rules whose view of
@@ -115,10 +112,8 @@ async fn g7_the_new_states_grants_count_against_the_pool_the_first_view_saw() {
 /// (as it was, review helper-48), the pool was 30: the 50 spent twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_g8_a_rebuild_started_by_an_ended_view_still_counts_the_new_states_grants() {
-    if server::server().is_none() {
-        return;
-    }
-    let pool = pool_after("loss-pool-ended", &[(ENDED, 900), (LIVE, 30)]).await;
+    let Some(srv) = server::server() else { return };
+    let pool = pool_after(&srv, "loss-pool-ended", &[(ENDED, 900), (LIVE, 30)]).await;
     assert_eq!(
         pool, 0,
         "50 granted in the new state come out of the 30 seen left"
@@ -130,10 +125,13 @@ async fn g7_g8_a_rebuild_started_by_an_ended_view_still_counts_the_new_states_gr
 /// pool was 400 where 350 were left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_the_new_states_grants_count_against_every_lower_view() {
-    if server::server().is_none() {
-        return;
-    }
-    let pool = pool_after("loss-pool-lower", &[(LIVE, 500), (LIVE, 400), (LIVE, 450)]).await;
+    let Some(srv) = server::server() else { return };
+    let pool = pool_after(
+        &srv,
+        "loss-pool-lower",
+        &[(LIVE, 500), (LIVE, 400), (LIVE, 450)],
+    )
+    .await;
     assert_eq!(pool, 350);
 }
 
@@ -183,8 +181,10 @@ async fn g7_widening_the_slots_does_not_bring_back_counts_that_dropped_out() {
 
 /// Cap 2, both calls in flight, Redis loses its data without the connection dropping
 /// (FLUSHALL: no rejoin renews first); then a third call. Returns it if granted.
-async fn third_call_after_a_flush(snapshot_first: bool) -> Option<QuotaGrant> {
-    let srv = server::server().expect("server");
+async fn third_call_after_a_flush(
+    srv: &server::RedisServer,
+    snapshot_first: bool,
+) -> Option<QuotaGrant> {
     let p = server::prefix(if snapshot_first {
         "loss-cap-snap"
     } else {
@@ -235,7 +235,7 @@ async fn g7_g8_calls_in_flight_at_a_flush_count_in_the_cap() {
     if !srv.owned() {
         return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
     }
-    assert!(third_call_after_a_flush(false).await.is_none());
+    assert!(third_call_after_a_flush(&srv, false).await.is_none());
 }
 
 /// The same when a call that asks for no report (a snapshot; an observe or a release of
@@ -248,6 +248,186 @@ async fn g7_g8_calls_in_flight_at_a_flush_count_after_a_snapshot_moved_the_view(
     if !srv.owned() {
         return server::skip("flushes its redis-server: RESILIENCE_REDIS_URL is set");
     }
-    let third = third_call_after_a_flush(true).await;
+    let third = third_call_after_a_flush(&srv, true).await;
     assert!(third.is_none(), "a cap of 2 let a third call go: {third:?}");
+}
+
+/// A carrier process (for its connection) and the constants of a process of a resource of
+/// its own under prefix `tag`, to play that resource's processes with.
+async fn carrier_and_base(
+    srv: &server::RedisServer,
+    tag: &str,
+) -> (RedisQuota, SharedQuota, script::Fixed) {
+    let (r, c) = node(
+        &srv.url,
+        &server::prefix(&format!("{tag}-carrier")),
+        "c",
+        Pacing::default(),
+    )
+    .await;
+    let fresh = script::Fixed::new(&server::prefix(tag), "core");
+    let mut base = c.state.fixed.clone();
+    (base.keys, base.channel) = (fresh.keys, fresh.channel);
+    (r, c, base)
+}
+
+fn named(base: &script::Fixed, name: &str) -> script::Fixed {
+    let mut f = base.clone();
+    f.node = name.into();
+    f
+}
+
+fn acquire(cost: u32) -> Op {
+    Op::Acquire {
+        cost,
+        priority: 1,
+        ask: crate::pacing::Ask::default(),
+        pending: None,
+    }
+}
+
+/// The view of a process after reply `r` (its lease, state and counter).
+fn after(r: &Reply) -> View {
+    View {
+        epoch: r.epoch,
+        state: r.state,
+        ops: r.ops,
+        ..View::default()
+    }
+}
+
+/// A view of the lost state's window, ending at `reset_at_ms`, with `pool` left.
+fn lost_view(epoch: u64, reset_at_ms: u64, pool: u64, reserved: u64) -> View {
+    View {
+        epoch,
+        state: LOST_STATE,
+        reset_at_ms,
+        pool,
+        members: 3,
+        local_reserved: reserved,
+        ..View::default()
+    }
+}
+
+/// A reading between two views raises the pool to what is left upstream less the
+/// reservations the state knows of; a process not back yet holds a reservation of the lost
+/// state, which it adopts. Cut by "all the state took" (`limit - pool`, as it was, review
+/// helper-49), the later view cut nothing: pool and reservations came to 850 with 650 left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reading_between_views_does_not_undo_a_later_views_cut() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-reading").await;
+    // Before the loss: 700 left upstream, 200 of them reserved by old1; both views saw 500.
+    let n = named(&base, "n");
+    let a = raw(&c, &n, &View::default(), &acquire(50)).await;
+    assert_eq!((a.status, a.pool), (1, 950), "{a:?}");
+    let reset = a.now_ms + LIVE as u64;
+    let r0 = raw(
+        &c,
+        &named(&base, "old0"),
+        &lost_view(7, reset, 500, 0),
+        &Op::Renew,
+    )
+    .await;
+    assert_eq!(r0.pool, 450, "{r0:?}");
+    // n's response comes back: 650 left upstream.
+    let reading = script::ObserveArgs {
+        ledger: a.ledger,
+        limit: 1_000,
+        remaining: Some(650),
+        window: a.window,
+        granted_ms: a.now_ms,
+        in_flight: a.in_flight - 50,
+        cost: 50,
+        slot: a.slot,
+        ..Default::default()
+    };
+    raw(&c, &n, &after(&a), &Op::Observe(reading)).await;
+    let old1 = lost_view(8, reset, 500, 200);
+    let r1 = raw(&c, &named(&base, "old1"), &old1, &Op::Renew).await;
+    assert!(r1.pool + r1.reserved_total <= 650, "{r1:?}");
+}
+
+/// A limit header below the configured limit (the new state was made with the configured
+/// one): a later, lower view still cuts the pool to what it saw. Cut by `limit - pool` (as
+/// it was, review helper-49), the lower limit read as 500 returned, and the view cut nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_limit_header_does_not_undo_a_later_views_cut() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-limit").await;
+    let now = raw(&c, &c.state.fixed, &View::default(), &Op::Snapshot)
+        .await
+        .now_ms;
+    let reset = now + LIVE as u64;
+    // Upstream's limit is 500; old0 saw 300 left, old1 (later) 100.
+    let old0 = named(&base, "old0");
+    let r0 = raw(&c, &old0, &lost_view(7, reset, 300, 0), &Op::Renew).await;
+    assert_eq!(r0.pool, 300, "{r0:?}");
+    let header = script::ObserveArgs {
+        limit: 500,
+        remaining: None,
+        window: r0.window,
+        ..Default::default()
+    };
+    let o = raw(&c, &old0, &after(&r0), &Op::Observe(header)).await;
+    assert_eq!((o.limit, o.pool), (500, 300), "{o:?}");
+    let r1 = raw(
+        &c,
+        &named(&base, "old1"),
+        &lost_view(8, reset, 100, 0),
+        &Op::Renew,
+    )
+    .await;
+    assert!(r1.pool <= 100, "old1 saw 100 left: {r1:?}");
+}
+
+/// A view that finds the new state granted more than it allowed leaves the pool empty, and
+/// remembers by how much: a release of one of those grants does not reopen it. Clamped at 0
+/// (as it was, review helper-49), the release put 100 back with nothing left upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_release_after_a_cut_past_empty_does_not_reopen_the_pool() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-clamp").await;
+    let n = named(&base, "n");
+    let a = raw(&c, &n, &View::default(), &acquire(200)).await;
+    let b = raw(&c, &n, &after(&a), &acquire(100)).await;
+    assert_eq!((b.status, b.pool), (1, 700), "{b:?}");
+    // old0 saw 200 left: the new state's 300 took all of it, and 100 more.
+    let reset = b.now_ms + LIVE as u64;
+    let r0 = raw(
+        &c,
+        &named(&base, "old0"),
+        &lost_view(7, reset, 200, 0),
+        &Op::Renew,
+    )
+    .await;
+    assert_eq!(r0.pool, 0, "{r0:?}");
+    // The 100's call is not made: 200 - 200 = 0 left upstream.
+    let release = Op::Release {
+        cost: 100,
+        window: b.window,
+        from_reserve: false,
+        ledger: b.ledger,
+        granted_ms: b.now_ms,
+        slot: b.slot,
+    };
+    let r = raw(&c, &n, &after(&b), &release).await;
+    assert_eq!(r.pool, 0, "reopened with nothing left upstream: {r:?}");
+}
+
+/// A process whose newest reply was in sequential mode, of a window that ended long ago
+/// (that state's own roll would have cleared the mode), does not put the state that
+/// replaced it back into sequential mode (review helper-49).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g4_a_view_of_an_ended_window_does_not_restart_sequential_mode() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-sequential").await;
+    let made = raw(&c, &named(&base, "n"), &View::default(), &Op::Snapshot).await;
+    assert!(!made.sequential);
+    let view = View {
+        sequential: true,
+        ..lost_view(7, made.now_ms - 3_600_000, 900, 0)
+    };
+    let r = raw(&c, &named(&base, "old"), &view, &Op::Snapshot).await;
+    assert!(!r.sequential, "{r:?}");
 }

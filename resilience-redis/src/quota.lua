@@ -116,8 +116,8 @@ if not s.limit then
     s.pool = math.max(0, math.min(v_pool, a_limit))
     s.recover_until = now + ttl
     s.expect = v_members
-    -- Rebuilt from this view (`join`): the cut is a view's, not a grant.
-    s.rebuilt, s.pool_rebuilt, s.adj = s.win, s.win, s.limit - s.pool
+    -- Rebuilt from this view (`join`, `cap_rebuilt`).
+    s.rebuilt, s.pool_rebuilt, s.vmin = s.win, s.win, v_pool
   end
 end
 s.ops = s.ops + 1
@@ -132,13 +132,33 @@ local other_state = v_state ~= s.id
 if epoch > 0 and other_state then epoch = 1 end
 -- A caller that knew a lost state brings its G4 sequential mode: the cascade's limits did
 -- not end with the data. Forgotten (as it was, review helper-47), every process went back
--- to calls side by side into limits still in force. (Its G6 block it sends itself when it
+-- to calls side by side into limits still in force. Not from a view of a window that has
+-- ended (that state's roll would have cleared it; review helper-49), and published as the
+-- detector does, so the express lanes shut. (Its G6 block a process sends itself when it
 -- rejoins, tasks.rs.)
-if other_state and v_state ~= 0 and v_sequential and not s.sm then
+if other_state and v_state ~= 0 and v_sequential and not s.sm
+    and (v_reset == 0 or v_reset > now) then
   s.sm, s.cgood = true, nil
+  redis.call('PUBLISH', channel, 'b')
 end
 
 local function d(x) return string.format('%d', x) end
+
+-- What this state took from its pool itself (grants, reservations, held shares, net of
+-- what came back), in the window it was born in: after a data loss, the pool of that
+-- window never exceeds the lowest view a process of the lost state brought back (`vmin`)
+-- less that (`cap_rebuilt`, at the end of every call). Readings cannot raise it past that:
+-- they do not count the reservations of processes not back yet, which those adopt. Cut by
+-- `limit - pool` (review helper-48's fix), a reading or a limit header between two views
+-- undid the later one's cut, and a cut past empty was forgotten (review helper-49). The
+-- cost: quota reserved by a process that never comes back stays unused until the window
+-- ends.
+local function took(n) s.took = (s.took or 0) + n end
+local function cap_rebuilt()
+  if s.vmin and s.pool_rebuilt == s.win then
+    s.pool = math.max(0, math.min(s.pool, s.vmin - (s.took or 0)))
+  end
+end
 
 -- Units granted and not yet settled (observed or released), in five slots by grant time
 -- (slot `i` holds slot number i mod 5): a reading must not count them as left, because
@@ -304,6 +324,7 @@ local function settle_report(l)
         local seen = v_ops >= (s.roll_ops or 0)
         if named and ((now >= u and seen) or hk == node .. ':r' or op == 'leave') then
           s.held, s.pool = s.held - h, s.pool + h
+          took(-h)
           redis.call('HDEL', K_H, hk)
           publish()
         elseif h == 0 then
@@ -316,6 +337,7 @@ local function settle_report(l)
   end
   local late = math.min(spent_off - cut, keep, s.pool)
   s.pool = s.pool - late
+  took(late)
   s.ledger = s.ledger + late
   -- Their calls may still be on their way; nothing names them to settle them later.
   fly(cut + late)
@@ -364,6 +386,7 @@ local function retire(n, l)
     end
     if l.reserved > hold then
       s.pool = s.pool + l.reserved - hold
+      took(hold - l.reserved)
       publish()
     end
   end
@@ -397,6 +420,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   local reset = s.reset_at
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
+  s.took, s.vmin = nil, nil
   -- A reply carrying this counter or a later one is judged after the roll (`settle_report`).
   s.roll_ops = s.ops
   -- G4: the limit that started a cascade has cleared with the window.
@@ -515,12 +539,14 @@ local function take_held(rejoin)
       withheld = withheld - w
       s.held = s.held - h
       s.pool = s.pool + h - w
+      took(w - h)
       publish()
     end
   end
   -- More than was held: spent after the window rolled, as in `settle_report`.
   local late = math.min(rest, keep, s.pool)
   s.pool = s.pool - late
+  took(late)
   s.ledger = s.ledger + late
   fly(late)
   return true
@@ -560,18 +586,14 @@ local function join()
         end
         -- (A view of a quota window that has ended says nothing of this one's.)
         if live then
-          -- Rebuild. What this state has taken from its pool (granted, set aside, net of
-          -- what came back: all but what earlier views cut, `adj`) the node could not have
-          -- seen: it counts against the pool the node saw. Any node's view of a live window
-          -- may be the newest one (a node that read a reset header the rebuilder never heard
-          -- of names another reset): the pool is the lowest any of them leaves. Subtracted
+          -- Rebuild. What this state has taken from its pool the node could not have
+          -- seen: it counts against the pool the node saw (`cap_rebuilt`). Any node's view
+          -- of a live window may be the newest one (a node that read a reset header the
+          -- rebuilder never heard of names another reset): the lowest counts. Subtracted
           -- for the first view only (as it was, review helper-48), a lower view after it,
           -- or a first one after a rebuild started by a view whose window had ended, spent
           -- this state's grants again.
-          local adj = s.adj or 0
-          local taken = s.limit - s.pool - adj
-          local pool = math.max(0, math.min(s.pool, v_pool - taken))
-          s.adj, s.pool = adj + s.pool - pool, pool
+          s.vmin = math.min(s.vmin or v_pool, v_pool)
           if s.pool_rebuilt ~= s.win then
             -- The window ends no later than the first node back knew.
             if s.reset_at == 0 or v_reset < s.reset_at then
@@ -579,6 +601,7 @@ local function join()
             end
             s.pool_rebuilt = s.win
           end
+          cap_rebuilt()
           -- The node keeps what it still holds (already outside every pool it saw), if its
           -- view is of the rebuilt window.
           if v_reset == s.reset_at then adopt = math.max(0, local_res) end
@@ -618,6 +641,7 @@ local function top_up()
     local take = math.min(target - lease.reserved, s.pool)
     lease.reserved = lease.reserved + take
     s.pool = s.pool - take
+    took(take)
     s.reserved = s.reserved + take
   end
 end

@@ -74,6 +74,7 @@ elseif op == 'acq' then
   else
     if s.pool >= cost and not recovering then
       s.pool = s.pool - cost
+      took(cost)
       status = 1
     elseif from_reserve_ok then
       lease.reserved = lease.reserved - cost
@@ -145,7 +146,9 @@ elseif op == 'rel' then
       lease.reserved = lease.reserved + cost
       s.reserved = s.reserved + cost
     else
+      local before = s.pool
       s.pool = math.min(s.limit, s.pool + cost)
+      took(before - s.pool)
     end
     publish()
   end
@@ -266,6 +269,7 @@ else
     redis.call('HSET', K_L, node, encode(l))
   end
 end
+cap_rebuilt()
 redis.call('SET', K_Q, cmsgpack.pack(s))
 
 return {status, reason, wait, lease and lease.epoch or ended_lease, s.win, s.ledger, from_res,
