@@ -5,11 +5,12 @@
 //! sent as they would be (the script's own call); the server is a real, throwaway
 //! `redis-server`.
 
+use crate::pace_rebuild_tests::creates_per_minute;
 use crate::script::{self, Op, Reply, View};
 use crate::test_server as server;
 use crate::{QuotaDecision, QuotaSpec, QuotaWaitReason, RedisQuota, RedisQuotaConfig};
 use crate::{QuotaGrant, SharedQuota};
-use resilience_core::governor::{Measure, Pacing, Priority, Request, Selector, WindowRule};
+use resilience_core::governor::{Pacing, Priority, Request};
 use std::time::{Duration, Instant};
 
 /// The id of the state Redis lost (any id but the new state's).
@@ -32,19 +33,6 @@ async fn node(url: &str, p: &str, name: &str, pacing: Pacing) -> (RedisQuota, Sh
     let spec = QuotaSpec::new(1_000, Duration::from_secs(3_600)).shared_pacing(pacing);
     let q = r.resource("core", spec).await.expect("resource");
     (r, q)
-}
-
-fn creates_per_minute() -> Pacing {
-    Pacing {
-        windows: vec![WindowRule::new(
-            "creates",
-            Selector::Creates,
-            Measure::Requests,
-            10,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    }
 }
 
 /// One call by `fixed`'s process on `carrier`'s connection.

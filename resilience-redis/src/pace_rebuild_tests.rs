@@ -43,17 +43,8 @@ async fn creating(
     let r = RedisQuota::connect_with(cfg, Arc::new(BootClock::new()), sleeper)
         .await
         .expect("connect");
-    let pacing = Pacing {
-        windows: vec![WindowRule::new(
-            "creates",
-            Selector::Creates,
-            Measure::Requests,
-            10,
-            Duration::from_secs(60),
-        )],
-        ..Pacing::default()
-    };
-    let spec = QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(pacing);
+    let spec =
+        QuotaSpec::new(1_000_000, Duration::from_secs(3_600)).shared_pacing(creates_per_minute());
     let q = r.resource("core", spec).await.expect("resource");
     (r, q)
 }
@@ -436,4 +427,18 @@ async fn evicted_after_a_loss(
     );
     evict_counts(srv, &a);
     ((ra, a), (rb, b))
+}
+
+/// 10 creations a minute, shared.
+pub(crate) fn creates_per_minute() -> Pacing {
+    Pacing {
+        windows: vec![WindowRule::new(
+            "creates",
+            Selector::Creates,
+            Measure::Requests,
+            10,
+            Duration::from_secs(60),
+        )],
+        ..Pacing::default()
+    }
 }
