@@ -181,7 +181,9 @@ impl Local {
             pool: self.pool,
             members: self.members,
             offline_spent: report,
-            local_reserved: self.reserved(),
+            // Leaving, the lease may be retired and its reservation back in the pool (the
+            // leave's reply lost): a rebuild must not give it back (review helper-50).
+            local_reserved: if self.leaving { 0 } else { self.reserved() },
             pace_due: false,
             ops: self.ops,
             gone: self.replaced,

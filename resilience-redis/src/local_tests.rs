@@ -537,3 +537,16 @@ fn g7_a_reservation_of_a_window_that_has_ended_is_void() {
         assert_eq!(l.reserved(), 9, "stale first: {stale_first}");
     }
 }
+
+/// A process leaving tells a rebuild it holds nothing: its leave may have retired the lease
+/// and put the reservation back in the pool (the reply lost), and adopted again, it was
+/// counted twice (review helper-50).
+#[test]
+fn g7_a_leaving_process_reports_no_reservation_to_keep() {
+    let clock = ManualClock::new();
+    let mut l = Local::default();
+    l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
+    assert_eq!(l.view(0).local_reserved, 20);
+    l.start_leaving();
+    assert_eq!(l.view(0).local_reserved, 0);
+}

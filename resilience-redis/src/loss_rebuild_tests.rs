@@ -419,3 +419,77 @@ async fn g7_g4_a_view_of_an_ended_window_does_not_restart_sequential_mode() {
     let r = raw(&c, &named(&base, "old"), &view, &Op::Snapshot).await;
     assert!(!r.sequential, "{r:?}");
 }
+
+/// Views of the lost state's window (ending an hour from now) of a state with 2 members.
+async fn two_member_views(c: &SharedQuota) -> impl Fn(u64, u64, u64) -> View {
+    let now = raw(c, &c.state.fixed, &View::default(), &Op::Snapshot)
+        .await
+        .now_ms;
+    let reset = now + LIVE as u64;
+    move |epoch, pool, reserved| View {
+        members: 2,
+        ..lost_view(epoch, reset, pool, reserved)
+    }
+}
+
+/// In the lost state, A (saw 300 left, held 200) was cut off past its lease's expiry; the
+/// lease was reaped there (200 back in the pool), then B's grants left 250, which B saw.
+/// Redis loses its data; A's process knows its lease had expired (`report_final`), and
+/// its reservation is not adopted. Adopted (as it was, review helper-50), 450 were granted
+/// with 250 left upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reservation_of_a_lease_expired_as_its_holder_knew_is_not_adopted() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-expired-adopt").await;
+    let view = two_member_views(&c).await;
+    let (ob, oa) = (named(&base, "old-b"), named(&base, "old-a"));
+    let b = raw(&c, &ob, &view(7, 250, 0), &Op::Renew).await;
+    assert_eq!(b.pool, 250, "{b:?}");
+    let expired = View {
+        report_final: true,
+        ..view(8, 300, 200)
+    };
+    let a = raw(&c, &oa, &expired, &Op::Renew).await;
+    // Both back: the pool opens. Everything it offers, and A's reservation if it kept one.
+    let (mut v_a, mut v_b, mut granted) = (after(&a), after(&b), 0);
+    for _ in 0..20 {
+        for (fixed, v) in [(&ob, &mut v_b), (&oa, &mut v_a)] {
+            let g = raw(&c, fixed, v, &acquire(50)).await;
+            *v = after(&g);
+            if g.status == 1 {
+                granted += 50;
+            }
+        }
+    }
+    assert!(granted <= 250, "250 left upstream, {granted} granted");
+}
+
+/// The lowest view was taken before quota came back to the lost pool (a leave). Once every
+/// process known is back, a reading of a grant made since counts every reservation, and
+/// lifts the cap. Kept until the window ended (as it was, review helper-50), the pool stayed
+/// at 0 with 850 left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reading_after_every_process_is_back_lifts_the_rebuilt_cap() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-stall").await;
+    let view = two_member_views(&c).await;
+    let r0 = raw(&c, &named(&base, "old0"), &view(7, 0, 0), &Op::Renew).await;
+    assert_eq!(r0.pool, 0, "{r0:?}");
+    let o1 = named(&base, "old1");
+    let r1 = raw(&c, &o1, &view(8, 850, 50), &Op::Renew).await;
+    let g = raw(&c, &o1, &after(&r1), &acquire(10)).await;
+    assert_eq!((g.status, g.from_reserve), (1, true), "{g:?}");
+    let reading = script::ObserveArgs {
+        ledger: g.ledger,
+        limit: 1_000,
+        remaining: Some(890),
+        window: g.window,
+        granted_ms: g.now_ms,
+        in_flight: g.in_flight - 10,
+        cost: 10,
+        slot: g.slot,
+        ..Default::default()
+    };
+    let o = raw(&c, &o1, &after(&g), &Op::Observe(reading)).await;
+    assert!(o.pool >= 800, "890 left upstream, 40 reserved: {o:?}");
+}

@@ -420,7 +420,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   local reset = s.reset_at
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
-  s.took, s.vmin = nil, nil
+  s.took, s.vmin, s.back_at = nil, nil, nil
   -- A reply carrying this counter or a later one is judged after the roll (`settle_report`).
   s.roll_ops = s.ops
   -- G4: the limit that started a cascade has cleared with the window.
@@ -604,7 +604,10 @@ local function join()
           cap_rebuilt()
           -- The node keeps what it still holds (already outside every pool it saw), if its
           -- view is of the rebuilt window.
-          if v_reset == s.reset_at then adopt = math.max(0, local_res) end
+          -- Not one whose lease had expired as its holder knew (`v_final`): the lost
+          -- state may have reaped it and put it back in the pool the views saw (adopted,
+          -- as it was, it was counted twice: review helper-50).
+          if v_reset == s.reset_at and not v_final then adopt = math.max(0, local_res) end
           -- What it spent offline came from its reservation, outside every pool: granted,
           -- and maybe still in flight.
           s.ledger = s.ledger + spent_off
@@ -619,6 +622,9 @@ local function join()
       s.expect = math.max(s.expect, v_members)
       if recovering and redis.call('SCARD', K_R) >= s.expect then
         s.recover_until, recovering = 0, false
+        -- Every process known is back, its reservation adopted: a reading of a grant made
+        -- after this counts them all, and may lift the cap (`cap_rebuilt`; quota_ops.lua).
+        s.back_at = s.ledger
       end
     end
     s.seq = s.seq + 1

@@ -211,6 +211,11 @@ elseif op == 'obs' then
       if g_ledger > 0 and gl >= s.applied then
         s.pool = math.max(0, math.min(left, s.limit))
         s.applied = gl
+        -- After a data loss, once every process known was back before this grant, the
+        -- reading counts every reservation: it lifts the rebuilt window's cap. Kept until
+        -- the window ended (as it was, review helper-50), one low view held the pool at 0
+        -- with 850 left.
+        if s.vmin and s.back_at and gl > s.back_at then s.vmin = nil end
       else
         s.pool = math.max(0, math.min(s.pool, left))
       end
