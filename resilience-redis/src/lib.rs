@@ -149,10 +149,11 @@
 //! rejoined, or one lease TTL has passed. If a process that knew none got there first (new,
 //! or silent since before the window's first grant), the state it made becomes that rebuild
 //! when the first process that knew the window rejoins, what it granted meanwhile counted
-//! against that process's pool. Until that window ends, its pool never exceeds the lowest
-//! pool any returning process saw, less what the new state has taken since (not even on a
-//! reading: it cannot count the reservations of processes not back yet), so the
-//! reservation of a process that never comes back stays unused until then.
+//! against that process's pool. Its pool then never exceeds the lowest pool any returning
+//! process saw, less what the new state has taken since, not even on a reading (it cannot
+//! count the reservations of processes not back yet), until every process known is back
+//! and a reading of a grant made since comes in. If one never comes back, that lasts until
+//! the window ends, and its reservation stays unused until then.
 //!
 //! The counts of shared G8 rules are rebuilt too: each process keeps what its own grants
 //! counted in them lately (by buckets of the server's clock, as the script counts), and a
