@@ -471,12 +471,15 @@ async fn g7_a_reservation_of_a_lease_expired_as_its_holder_knew_is_not_adopted()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_a_reading_after_every_process_is_back_lifts_the_rebuilt_cap() {
     let Some(srv) = server::server() else { return };
-    let (_r, c, base) = carrier_and_base(&srv, "loss-stall").await;
+    let (_r, c, mut base) = carrier_and_base(&srv, "loss-stall").await;
+    // A call bound of 100 ms: the lift waits one after the loss was found.
+    base.slot_ms = 25;
     let view = two_member_views(&c).await;
     let r0 = raw(&c, &named(&base, "old0"), &view(7, 0, 0), &Op::Renew).await;
     assert_eq!(r0.pool, 0, "{r0:?}");
     let o1 = named(&base, "old1");
     let r1 = raw(&c, &o1, &view(8, 850, 50), &Op::Renew).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     let g = raw(&c, &o1, &after(&r1), &acquire(10)).await;
     assert_eq!((g.status, g.from_reserve), (1, true), "{g:?}");
     let reading = script::ObserveArgs {
@@ -492,4 +495,75 @@ async fn g7_a_reading_after_every_process_is_back_lifts_the_rebuilt_cap() {
     };
     let o = raw(&c, &o1, &after(&g), &Op::Observe(reading)).await;
     assert!(o.pool >= 800, "890 left upstream, 40 reserved: {o:?}");
+}
+
+/// A reading of a grant `g` of 10, with `remaining` left upstream.
+fn reading_of(g: &Reply, remaining: u64) -> script::ObserveArgs {
+    script::ObserveArgs {
+        ledger: g.ledger,
+        limit: 1_000,
+        remaining: Some(remaining),
+        window: g.window,
+        granted_ms: g.now_ms,
+        in_flight: g.in_flight - 10,
+        cost: 10,
+        slot: g.slot,
+        ..Default::default()
+    }
+}
+
+/// A process new after the loss made the state: it counts as back for the gate, not as a
+/// process of the lost state back. old0 alone does not complete a rebuild of 2 while old1
+/// (holding 100) is away, and no reading lifts the cap. Counted together (as they were,
+/// review helper-51), the cap lifted and old1's reservation was spent twice: 800 with 700
+/// left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_process_new_after_the_loss_is_not_a_process_of_the_lost_state_back() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, mut base) = carrier_and_base(&srv, "loss-new-back").await;
+    base.slot_ms = 25;
+    let view = two_member_views(&c).await;
+    // The lost state: old0 and old1 held 100 each, its pool 500: 700 left upstream.
+    let n = named(&base, "n");
+    let a = raw(&c, &n, &View::default(), &acquire(10)).await;
+    assert_eq!(a.status, 1, "{a:?}");
+    let r0 = raw(&c, &named(&base, "old0"), &view(7, 500, 100), &Op::Renew).await;
+    assert_eq!((r0.status, r0.reserved, r0.pool), (0, 100, 490), "{r0:?}");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let o = raw(&c, &n, &after(&a), &Op::Observe(reading_of(&a, 690))).await;
+    let g = raw(&c, &n, &after(&o), &acquire(10)).await;
+    assert_eq!(g.status, 1, "{g:?}");
+    let o = raw(&c, &n, &after(&g), &Op::Observe(reading_of(&g, 680))).await;
+    // n spends the pool; then old1 comes back and adopts its 100.
+    let mut spent = 20;
+    if o.pool > 0 {
+        let all = raw(&c, &n, &after(&o), &acquire(o.pool as u32)).await;
+        assert_eq!(all.status, 1, "{all:?}");
+        spent += o.pool;
+    }
+    let r1 = raw(&c, &named(&base, "old1"), &view(8, 500, 100), &Op::Renew).await;
+    let total = spent + r0.reserved + r1.reserved;
+    assert!(
+        total <= 700,
+        "700 left upstream, {total} spendable: {o:?} {r1:?}"
+    );
+}
+
+/// The lost state granted a call of 100 just before the loss, still on its way (both views
+/// saw 400; upstream still says 500). Both processes back, a reading of a grant made at
+/// once does not lift the cap: the new state counts that call nowhere. Lifted then (as it
+/// was, review helper-51), the pool was 490 where 390 were left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reading_within_a_call_bound_of_the_loss_does_not_lift_the_cap() {
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-flight").await;
+    let view = two_member_views(&c).await;
+    let (oa, ob) = (named(&base, "old-a"), named(&base, "old-b"));
+    let a = raw(&c, &oa, &view(7, 400, 0), &Op::Renew).await;
+    let b = raw(&c, &ob, &view(8, 400, 0), &Op::Renew).await;
+    assert_eq!((a.pool, b.pool), (400, 400), "{a:?} {b:?}");
+    let g = raw(&c, &ob, &after(&b), &acquire(10)).await;
+    assert_eq!(g.status, 1, "{g:?}");
+    let o = raw(&c, &ob, &after(&g), &Op::Observe(reading_of(&g, 490))).await;
+    assert!(o.pool <= 390, "500 - 100 in flight - 10: {o:?}");
 }
