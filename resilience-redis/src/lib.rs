@@ -151,8 +151,9 @@
 //! when the first process that knew the window rejoins, what it granted meanwhile counted
 //! against that process's pool. Its pool then never exceeds the lowest pool any returning
 //! process saw, less what the new state has taken since, not even on a reading (it cannot
-//! count the reservations of processes not back yet), until every process known is back
-//! and a reading of a grant made since comes in. If one never comes back, that lasts until
+//! count the reservations of processes not back yet), until every process of the lost
+//! state known is back and a reading comes in of a grant made since, and at least a call
+//! bound after the loss was found (the lost state's calls still on their way). If one never comes back, that lasts until
 //! the window ends, and its reservation stays unused until then.
 //!
 //! The counts of shared G8 rules are rebuilt too: each process keeps what its own grants
