@@ -149,12 +149,11 @@
 //! rejoined, or one lease TTL has passed. If a process that knew none got there first (new,
 //! or silent since before the window's first grant), the state it made becomes that rebuild
 //! when the first process that knew the window rejoins, what it granted meanwhile counted
-//! against that process's pool. Its pool then never exceeds the lowest pool any returning
-//! process saw, less what the new state has taken since, not even on a reading (it cannot
-//! count the reservations of processes not back yet), until every process of the lost
-//! state known is back and a reading comes in of a grant made since, and at least a call
-//! bound after the loss was found (the lost state's calls still on their way). If one never comes back, that lasts until
-//! the window ends, and its reservation stays unused until then.
+//! against that process's pool. Until that window ends, its pool never exceeds the lowest
+//! pool any returning process saw, less what the new state has taken since, not even on a
+//! reading (it cannot count the reservations of processes not back yet, nor the lost
+//! state's calls still on their way): quota that view did not see (reserved by a process
+//! that never comes back, or returned after it was taken) stays unused until then.
 //!
 //! The counts of shared G8 rules are rebuilt too: each process keeps what its own grants
 //! counted in them lately (by buckets of the server's clock, as the script counts), and a

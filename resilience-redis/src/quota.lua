@@ -151,8 +151,10 @@ local function d(x) return string.format('%d', x) end
 -- they do not count the reservations of processes not back yet, which those adopt. Cut by
 -- `limit - pool` (review helper-48's fix), a reading or a limit header between two views
 -- undid the later one's cut, and a cut past empty was forgotten (review helper-49). The
--- cost: quota reserved by a process that never comes back stays unused until the window
--- ends.
+-- cost: until the window ends, quota the lowest view did not see (reserved by a process
+-- that never comes back, returned after that view was taken) stays unused. Lifted on a
+-- reading once every process was back (review helper-50), it overspent whichever way
+-- "every process" was told (reviews helper-51, helper-52): not lifted.
 local function took(n) s.took = (s.took or 0) + n end
 local function cap_rebuilt()
   if s.vmin and s.pool_rebuilt == s.win then
@@ -420,7 +422,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   local reset = s.reset_at
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
-  s.took, s.vmin, s.back_at, s.back_n = nil, nil, nil, nil
+  s.took, s.vmin = nil, nil
   -- A reply carrying this counter or a later one is judged after the roll (`settle_report`).
   s.roll_ops = s.ops
   -- G4: the limit that started a cascade has cleared with the window.
@@ -618,17 +620,11 @@ local function join()
     -- Only a process that held a lease of the lost state counts as back: a new one (epoch 0)
     -- has nothing to report, and counted, it would open the pool before those that have.
     if s.rebuilt == s.win and epoch > 0 and epoch < s.born * 1000 then
-      if redis.call('SADD', K_R, node) == 1 then s.back_n = (s.back_n or 0) + 1 end
+      redis.call('SADD', K_R, node)
       s.expect = math.max(s.expect, v_members)
       if recovering and redis.call('SCARD', K_R) >= s.expect then
         s.recover_until, recovering = 0, false
       end
-      -- Every process of the lost state known is back (counted apart from the processes
-      -- new after the loss, which count as back for the gate: counted with them, as it
-      -- was, one still away was taken for back; review helper-51), its reservation
-      -- adopted: a reading of a grant made after this counts them all, and may lift the
-      -- cap (`cap_rebuilt`; quota_ops.lua).
-      if not s.back_at and s.back_n and s.back_n >= s.expect then s.back_at = s.ledger end
     end
     s.seq = s.seq + 1
     l = {epoch = s.seq, reserved = adopt, win = s.win, hold = hold_cap, exp = 0, ops = 0}

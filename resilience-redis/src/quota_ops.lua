@@ -211,15 +211,6 @@ elseif op == 'obs' then
       if g_ledger > 0 and gl >= s.applied then
         s.pool = math.max(0, math.min(left, s.limit))
         s.applied = gl
-        -- After a data loss, once every process known was back before this grant, the
-        -- reading counts every reservation: it lifts the rebuilt window's cap. Kept until
-        -- the window ended (as it was, review helper-50), one low view held the pool at 0
-        -- with 850 left. Not before a call bound has passed since the loss was found (the
-        -- lost state's calls still on their way, which every view counted, are counted
-        -- nowhere here: review helper-51).
-        if s.vmin and s.back_at and gl > s.back_at and g_at >= s.born + 5 * s.slot_ms then
-          s.vmin = nil
-        end
       else
         s.pool = math.max(0, math.min(s.pool, left))
       end
