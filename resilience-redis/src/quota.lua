@@ -154,12 +154,19 @@ local function d(x) return string.format('%d', x) end
 -- cost: until the window ends, quota the lowest view did not see (reserved by a process
 -- that never comes back, returned after that view was taken) stays unused. Lifted on a
 -- reading once every process was back (review helper-50), it overspent whichever way
--- "every process" was told (reviews helper-51, helper-52): not lifted.
-local function took(n) s.took = (s.took or 0) + n end
+-- "every process" was told (reviews helper-51, helper-52): not lifted. Applied at every
+-- credit to the pool, not only at the end of the call: quota put back earlier in a call (a
+-- lease reaped at its start) was spent by the same call (review helper-53).
 local function cap_rebuilt()
   if s.vmin and s.pool_rebuilt == s.win then
     s.pool = math.max(0, math.min(s.pool, s.vmin - (s.took or 0)))
   end
+end
+local function took(n)
+  -- Only the window the state was born in is ever rebuilt.
+  if s.win ~= s.born * 1000 then return end
+  s.took = (s.took or 0) + n
+  if n < 0 then cap_rebuilt() end
 end
 
 -- Units granted and not yet settled (observed or released), in five slots by grant time

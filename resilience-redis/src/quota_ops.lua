@@ -214,6 +214,7 @@ elseif op == 'obs' then
       else
         s.pool = math.max(0, math.min(s.pool, left))
       end
+      cap_rebuilt()
     end
     if exhausted == 1 then s.pool = 0 end
     -- Nothing left upstream until the reset: a reservation or an express lane would spend
