@@ -111,8 +111,9 @@ pub struct RedisQuotaConfig {
     /// calls do not count its quota as left: the call may still be on its way, and a
     /// reading of a call that overtook it would otherwise credit its unit. A grant nobody
     /// settles (dropped, or of a dead process) stops counting after 1 to 1.25 times this.
-    /// The resource's first user sets it for every process (later users' values are not
-    /// read), so processes configured differently still count alike.
+    /// The longest call bound of the processes sharing the resource counts for all of them
+    /// (the script's in-flight slots widen to it), so processes configured differently still
+    /// count alike, and no call stops counting while still within its own process's bound.
     pub call_bound: Duration,
 }
 
@@ -449,7 +450,9 @@ impl QuotaSpec {
     /// names none counts as its process. Sequential mode counts the calls the script granted
     /// and shuts the express lane while it lasts. Give every process the same settings: an
     /// observation from a process without them neither counts a limit nor ends the mode.
-    /// The local governor's own G4 goes on detecting cascades among its own agents.
+    /// The local governor's own G4 goes on detecting cascades among its own agents. If
+    /// Redis loses its data, a process whose newest reply was in sequential mode, of a
+    /// window not yet ended, brings the mode back to the state that replaces the lost one.
     pub fn shared_cascade(mut self, cascade: Cascade) -> Self {
         self.cascade = Some(cascade);
         self

@@ -105,7 +105,8 @@ pub(crate) struct PaceLog {
     /// grant). After a data loss they are reported, so the concurrency cap counts them
     /// (forgotten, as they were, the cap let as many more go: review helper-47).
     flying: Vec<(u64, Duration)>,
-    /// The call bound: how long after its grant the script counts a call nobody settles.
+    /// This process's call bound: how long after its grant one of its calls may still be on
+    /// its way (the script counts it at least that long).
     bound: Duration,
 }
 
