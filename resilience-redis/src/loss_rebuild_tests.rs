@@ -403,6 +403,38 @@ async fn g7_a_release_after_a_cut_past_empty_does_not_reopen_the_pool() {
     assert_eq!(r.pool, 0, "reopened with nothing left upstream: {r:?}");
 }
 
+/// A process whose newest reply was in sequential mode, of a window not yet ended, brings
+/// the mode back to the state that replaced the lost one, and it is published as a block is
+/// (`b`): the processes already back shut their express lanes at once, not at their next
+/// reply (review helper-49).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_g4_sequential_mode_brought_back_after_a_loss_is_published() {
+    use futures_util::StreamExt;
+    let Some(srv) = server::server() else { return };
+    let (_r, c, base) = carrier_and_base(&srv, "loss-sequential-live").await;
+    let made = raw(&c, &named(&base, "n"), &View::default(), &Op::Snapshot).await;
+    let client = redis::Client::open(srv.url.as_str()).expect("client");
+    let mut ps = client.get_async_pubsub().await.expect("pubsub");
+    ps.subscribe(&base.channel).await.expect("subscribe");
+    let mut messages = ps.into_on_message();
+    let view = View {
+        sequential: true,
+        ..lost_view(7, made.now_ms + LIVE as u64, 900, 0)
+    };
+    let r = raw(&c, &named(&base, "old"), &view, &Op::Snapshot).await;
+    assert!(r.sequential, "{r:?}");
+    let block = async {
+        while let Some(m) = messages.next().await {
+            if m.get_payload_bytes() == b"b" {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(2), block)
+        .await
+        .expect("published as a block");
+}
+
 /// A process whose newest reply was in sequential mode, of a window that ended long ago
 /// (that state's own roll would have cleared the mode), does not put the state that
 /// replaced it back into sequential mode (review helper-49).
