@@ -158,7 +158,8 @@ local function d(x) return string.format('%d', x) end
 -- credit to the pool, not only at the end of the call: quota put back earlier in a call (a
 -- lease reaped at its start) was spent by the same call (review helper-53).
 local function cap_rebuilt()
-  if s.vmin and s.pool_rebuilt == s.win then
+  -- (`vmin` is set only in the window the state was born in, and cleared at its roll.)
+  if s.vmin then
     s.pool = math.max(0, math.min(s.pool, s.vmin - (s.took or 0)))
   end
 end
