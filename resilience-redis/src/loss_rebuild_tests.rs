@@ -50,16 +50,8 @@ async fn rejoin(n: &SharedQuota, name: &str, epoch: u64, reset_in_ms: i64, pool:
     let now = raw(n, &n.state.fixed, &View::default(), &Op::Snapshot)
         .await
         .now_ms;
-    let mut fixed = n.state.fixed.clone();
-    fixed.node = name.into();
-    let view = View {
-        epoch,
-        state: LOST_STATE,
-        reset_at_ms: now.saturating_add_signed(reset_in_ms),
-        pool,
-        members: 3,
-        ..View::default()
-    };
+    let fixed = named(&n.state.fixed, name);
+    let view = lost_view(epoch, now.saturating_add_signed(reset_in_ms), pool, 0);
     let r = raw(n, &fixed, &view, &Op::Renew).await;
     assert_eq!(r.status, 0, "{r:?}");
     r
@@ -284,6 +276,21 @@ fn after(r: &Reply) -> View {
     }
 }
 
+/// A reading of grant `g` (of `cost`), with `remaining` left upstream.
+fn reading_of(g: &Reply, cost: u32, remaining: u64) -> script::ObserveArgs {
+    script::ObserveArgs {
+        ledger: g.ledger,
+        limit: 1_000,
+        remaining: Some(remaining),
+        window: g.window,
+        granted_ms: g.now_ms,
+        in_flight: g.in_flight - u64::from(cost),
+        cost,
+        slot: g.slot,
+        ..Default::default()
+    }
+}
+
 /// A view of the lost state's window, ending at `reset_at_ms`, with `pool` left.
 fn lost_view(epoch: u64, reset_at_ms: u64, pool: u64, reserved: u64) -> View {
     View {
@@ -319,18 +326,7 @@ async fn g7_a_reading_between_views_does_not_undo_a_later_views_cut() {
     .await;
     assert_eq!(r0.pool, 450, "{r0:?}");
     // n's response comes back: 650 left upstream.
-    let reading = script::ObserveArgs {
-        ledger: a.ledger,
-        limit: 1_000,
-        remaining: Some(650),
-        window: a.window,
-        granted_ms: a.now_ms,
-        in_flight: a.in_flight - 50,
-        cost: 50,
-        slot: a.slot,
-        ..Default::default()
-    };
-    raw(&c, &n, &after(&a), &Op::Observe(reading)).await;
+    raw(&c, &n, &after(&a), &Op::Observe(reading_of(&a, 50, 650))).await;
     let old1 = lost_view(8, reset, 500, 200);
     let r1 = raw(&c, &named(&base, "old1"), &old1, &Op::Renew).await;
     assert!(r1.pool + r1.reserved_total <= 650, "{r1:?}");
@@ -496,21 +492,6 @@ async fn g7_a_reservation_of_a_lease_expired_as_its_holder_knew_is_not_adopted()
     assert!(granted <= 250, "250 left upstream, {granted} granted");
 }
 
-/// A reading of a grant `g` of 10, with `remaining` left upstream.
-fn reading_of(g: &Reply, remaining: u64) -> script::ObserveArgs {
-    script::ObserveArgs {
-        ledger: g.ledger,
-        limit: 1_000,
-        remaining: Some(remaining),
-        window: g.window,
-        granted_ms: g.now_ms,
-        in_flight: g.in_flight - 10,
-        cost: 10,
-        slot: g.slot,
-        ..Default::default()
-    }
-}
-
 /// A process new after the loss made the state, and old0 is back, while old1 (holding 100)
 /// is away: no reading lifts the cap. A lift once the rebuild's gate had every process it
 /// expected (the new one counts there) spent old1's reservation twice: 800 with 700 left
@@ -526,10 +507,10 @@ async fn g7_no_reading_lifts_the_rebuilt_cap_while_a_process_of_the_lost_state_i
     assert_eq!(a.status, 1, "{a:?}");
     let r0 = raw(&c, &named(&base, "old0"), &view(7, 500, 100), &Op::Renew).await;
     assert_eq!((r0.status, r0.reserved, r0.pool), (0, 100, 490), "{r0:?}");
-    let o = raw(&c, &n, &after(&a), &Op::Observe(reading_of(&a, 690))).await;
+    let o = raw(&c, &n, &after(&a), &Op::Observe(reading_of(&a, 10, 690))).await;
     let g = raw(&c, &n, &after(&o), &acquire(10)).await;
     assert_eq!(g.status, 1, "{g:?}");
-    let o = raw(&c, &n, &after(&g), &Op::Observe(reading_of(&g, 680))).await;
+    let o = raw(&c, &n, &after(&g), &Op::Observe(reading_of(&g, 10, 680))).await;
     // n spends the pool; then old1 comes back and adopts its 100.
     let mut spent = 20;
     if o.pool > 0 {
@@ -560,7 +541,7 @@ async fn g7_a_reading_does_not_count_the_lost_states_calls_in_flight_as_left() {
     assert_eq!((a.pool, b.pool), (400, 400), "{a:?} {b:?}");
     let g = raw(&c, &ob, &after(&b), &acquire(10)).await;
     assert_eq!(g.status, 1, "{g:?}");
-    let o = raw(&c, &ob, &after(&g), &Op::Observe(reading_of(&g, 490))).await;
+    let o = raw(&c, &ob, &after(&g), &Op::Observe(reading_of(&g, 10, 490))).await;
     assert!(o.pool <= 390, "500 - 100 in flight - 10: {o:?}");
 }
 
