@@ -76,7 +76,7 @@ pub(crate) struct Local {
     /// The window of the reply that set it. A reservation of a window that has ended is
     /// void (the server zeroed it at the roll): a reply judged before the roll, applied
     /// beside a newer one of the next window that named no lease, left it spendable offline
-    /// while this process's calls said it had heard of the roll (review helper-46).
+    /// while this process's calls said it had heard of the roll.
     reserved_window: u64,
     /// Spent offline and not yet reported.
     pub offline_unreported: u64,
@@ -89,7 +89,7 @@ pub(crate) struct Local {
     uncertain: u64,
     /// Acquires sent and not answered yet: the server may pay them from the reservation, and
     /// their reply still come and be used after the link was given up for lost (review
-    /// helper-45: spent offline too, 105 of 100).
+    /// (spent offline too, 105 of 100).
     asking: u64,
     uncertain_conn: u64,
     lease_until: Duration,
@@ -182,7 +182,7 @@ impl Local {
             members: self.members,
             offline_spent: report,
             // Leaving, the lease may be retired and its reservation back in the pool (the
-            // leave's reply lost): a rebuild must not give it back (review helper-50).
+            // leave's reply lost): a rebuild must not give it back.
             local_reserved: if self.leaving { 0 } else { self.reserved() },
             pace_due: false,
             ops: self.ops,
@@ -222,7 +222,7 @@ impl Local {
                 // state (older than it, then). Its report is not sent again: that spending
                 // came from the lost lease's reservation, which is outside every pool this
                 // process saw (its rejoin rebuilds from them). Reported to the new state, it
-                // was charged to the new lease's reservation: quota lost (review helper-40).
+                // was charged to the new lease's reservation: quota lost.
                 return;
             }
             self.new_state(r.state, t.seq);
@@ -285,7 +285,7 @@ impl Local {
         {
             // About our lease, judged after the reply that last set its reservation, though
             // before the newest one applied (which named no lease, or an older one): the
-            // newest word on it. Dropped (as it was, review helper-45), a reply that set up
+            // newest word on it. Dropped (as it was), a reply that set up
             // the lease, applied after a snapshot, left a reservation the server had since
             // paid from.
             self.server_reserved = r.reserved;
@@ -297,7 +297,7 @@ impl Local {
             // snapshot, a block) leaves the lost state's reset, pool and members in the view:
             // this process's rejoin rebuilds the window from them. Replaced by the new
             // state's own numbers, the rebuild took those for the newest view (review
-            // helper-38: a pool of 1000 against the 100 this process had read).
+            // (a pool of 1000 against the 100 this process had read).
             let lost_view = self.epoch == LOST_LEASE && r.epoch == 0;
             if r.epoch != 0 && r.epoch != self.epoch {
                 self.lease_until = Duration::ZERO;

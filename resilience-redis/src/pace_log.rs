@@ -103,7 +103,7 @@ pub(crate) struct PaceLog {
     /// Calls granted under the rules and not yet observed or released: their ask's id, and
     /// the local time after which the script no longer counts them (the call bound after the
     /// grant). After a data loss they are reported, so the concurrency cap counts them
-    /// (forgotten, as they were, the cap let as many more go: review helper-47).
+    /// (forgotten, as they were, the cap let as many more go).
     flying: Vec<(u64, Duration)>,
     /// This process's call bound: how long after its grant one of its calls may still be on
     /// its way (the script counts it at least that long).
@@ -566,7 +566,7 @@ mod tests {
 
     /// A call granted under the rules is reported as in flight until it is observed or
     /// released, or the call bound has passed (the script counts it no longer): after a data
-    /// loss, the concurrency cap counts it (review helper-47).
+    /// loss, the concurrency cap counts it.
     #[test]
     fn g7_g8_a_granted_call_is_reported_in_flight_until_it_lands_or_the_call_bound() {
         let a = rules();

@@ -151,10 +151,9 @@ local function pace_merge(rules, log, lost)
   -- Its calls in flight: granted in the state Redis lost, they are not counted in this one
   -- (a report to the same state, after an eviction, is of calls it counts). The concurrency
   -- cap and sequential mode count them for a call bound from now, no shorter than they had
-  -- left. Forgotten (as they were, review helper-47), the cap let as many more go at once.
+  -- left. Forgotten (as they were), the cap let as many more go at once.
   -- Told by the lease the report is for, not by the caller's view: a reply naming no lease
-  -- (a snapshot, an observe) moves the view to this state before the report is asked for
-  -- (review helper-48).
+  -- (a snapshot, an observe) moves the view to this state before the report is asked for.
   local flying = L[j + 1]
   if type(flying) ~= 'number' then return false end
   if lost and flying > 0 then

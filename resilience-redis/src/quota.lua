@@ -79,18 +79,18 @@ if raw then
   -- the processes' views as after a data loss (a new id: every lease of it reads as lost).
   -- Told by the state's counter, and by the caller's lease record, which holds the counter
   -- of the caller's last reply (only its own calls move it: other processes' calls since
-  -- the rollback may have moved the state's past the caller's, review helper-40).
+  -- the rollback may have moved the state's past the caller's).
   -- A state the caller has seen replaced by another came back (a restore of an older copy):
-  -- lost too. Spent on (as it was), it granted its quota again (review helper-40).
+  -- lost too. Spent on (as it was), it granted its quota again.
   local behind = false
   if v_state == s.id then
     local o = tonumber(string.match(redis.call('HGET', K_L, node) or '', ':(%d+)$'))
     -- A lease this state never issued (epochs come from its `seq` alone) is one of the lost
-    -- writes too: a caller that joined after the copy has no record in it (review helper-43).
+    -- writes too: a caller that joined after the copy has no record in it.
     behind = v_ops > s.ops or (o ~= nil and v_ops > o) or epoch > s.seq
   end
   -- Whatever state the call names (a stale call, made for a grant of a replaced state, names
-  -- that one, with the newer state's counter; review helper-43).
+  -- that one, with the newer state's counter).
   if not behind and v_gone ~= '' then
     behind = string.find(',' .. v_gone .. ',', string.format(',%d,', s.id), 1, true) ~= nil
   end
@@ -131,9 +131,9 @@ s.ops = s.ops + 1
 local other_state = v_state ~= s.id
 if epoch > 0 and other_state then epoch = 1 end
 -- A caller that knew a lost state brings its G4 sequential mode: the cascade's limits did
--- not end with the data. Forgotten (as it was, review helper-47), every process went back
+-- not end with the data. Forgotten (as it was), every process went back
 -- to calls side by side into limits still in force. Not from a view of a window that has
--- ended (that state's roll would have cleared it; review helper-49), and published as the
+-- ended (that state's roll would have cleared it), and published as the
 -- detector does, so the express lanes shut. (Its G6 block a process sends itself when it
 -- rejoins, tasks.rs.)
 if other_state and v_state ~= 0 and v_sequential and not s.sm
@@ -149,14 +149,14 @@ local function d(x) return string.format('%d', x) end
 -- window never exceeds the lowest view a process of the lost state brought back (`vmin`)
 -- less that (`cap_rebuilt`, at the end of every call). Readings cannot raise it past that:
 -- they do not count the reservations of processes not back yet, which those adopt. Cut by
--- `limit - pool` (review helper-48's fix), a reading or a limit header between two views
--- undid the later one's cut, and a cut past empty was forgotten (review helper-49). The
+-- `limit - pool`, a reading or a limit header between two views
+-- undid the later one's cut, and a cut past empty was forgotten. The
 -- cost: until the window ends, quota the lowest view did not see (reserved by a process
 -- that never comes back, returned after that view was taken) stays unused. Lifted on a
--- reading once every process was back (review helper-50), it overspent whichever way
--- "every process" was told (reviews helper-51, helper-52): not lifted. Applied at every
+-- reading once every process was back, it overspent whichever way
+-- "every process" was told: not lifted. Applied at every
 -- credit to the pool, not only at the end of the call: quota put back earlier in a call (a
--- lease reaped at its start) was spent by the same call (review helper-53).
+-- lease reaped at its start) was spent by the same call.
 local function cap_rebuilt()
   -- (`vmin` is set only in the window the state was born in, and cleared at its roll.)
   if s.vmin then
@@ -192,10 +192,10 @@ end
 -- A process whose call bound is longer than the one the slots were cut for: its calls may
 -- be on their way for longer than they would count. The slots widen to its width (never
 -- narrow): what they still count (advanced first: widened before, the slots that had
--- dropped out counted again, review helper-48) moves into the current slot, which counts
+-- dropped out counted again) moves into the current slot, which counts
 -- it for a whole (longer) call bound from now, and a grant made before (`slot_since`)
 -- settles nothing (its slot number is of the old width): it drops out instead. Kept at the
--- first caller's width (as they were, review helper-47), a cap of 2 let a third call go
+-- first caller's width (as they were), a cap of 2 let a third call go
 -- while 2 were on their way.
 if a_slot > s.slot_ms then
   local units = s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
@@ -316,9 +316,9 @@ local function settle_report(l)
   -- offline: the rejoin's once the caller names this lease (it has heard of it); the
   -- roll's once this lease would have expired as its holder last heard, or at its leave
   -- (the holder stopped spending before it sent it; kept, it stayed held until the window
-  -- ended, review helper-42). Returned at the first call naming the lease (as it was), a
+  -- ended). Returned at the first call naming the lease (as it was), a
   -- lost reply left the holder spending its old reservation offline, and its report found
-  -- nothing to pay it from (review helper-41: spent twice). (A report of the older lease
+  -- nothing to pay it from (spent twice). (A report of the older lease
   -- still on its way is paid below, as any late one.)
   if s.held > 0 then
     for _, hk in ipairs({node .. ':' .. d(l.epoch), node .. ':r'}) do
@@ -500,7 +500,7 @@ local fresh = 0
 -- The caller has the shared rules (set in quota_ops.lua). Back from a state Redis lost, it
 -- starts the rebuild (nothing granted until the processes it knew have rejoined, each
 -- through its report) even if the quota window it knew has ended: the rule windows need
--- not have. Started only on a live quota window (as it was, review helper-47), the first
+-- not have. Started only on a live quota window (as it was), the first
 -- process back was judged without the others' reports.
 local paced_caller = false
 
@@ -541,7 +541,7 @@ local function take_held(rejoin)
     -- Kept while the holder may still spend from it, or may have when it sent this call
     -- (a call sent before it went offline, judged after the lease's expiry, carries only
     -- the report taken then; returned at once, as it was, the spending after it came on
-    -- top of the pool: review helper-45, 118 of 100).
+    -- top of the pool: 118 of 100).
     if h > 0 and (now < live_until or not v_final) then
       hold_add(rejoin and (node .. ':r') or hk, h, live_until)
     else
@@ -600,7 +600,7 @@ local function join()
           -- seen: it counts against the pool the node saw (`cap_rebuilt`). Any node's view
           -- of a live window may be the newest one (a node that read a reset header the
           -- rebuilder never heard of names another reset): the lowest counts. Subtracted
-          -- for the first view only (as it was, review helper-48), a lower view after it,
+          -- for the first view only (as it was), a lower view after it,
           -- or a first one after a rebuild started by a view whose window had ended, spent
           -- this state's grants again.
           s.vmin = math.min(s.vmin or v_pool, v_pool)
@@ -616,7 +616,7 @@ local function join()
           -- view is of the rebuilt window.
           -- Not one whose lease had expired as its holder knew (`v_final`): the lost
           -- state may have reaped it and put it back in the pool the views saw (adopted,
-          -- as it was, it was counted twice: review helper-50).
+          -- as it was, it was counted twice).
           if v_reset == s.reset_at and not v_final then adopt = math.max(0, local_res) end
           -- What it spent offline came from its reservation, outside every pool: granted,
           -- and maybe still in flight.

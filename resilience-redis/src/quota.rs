@@ -107,7 +107,7 @@ pub(crate) struct ResState {
 /// was cancelled), its reply will never be read: the acquire counts as lost (it may have
 /// run), and the report is sent again with the next call (it may never have reached Redis;
 /// twice only makes the server hold less for us). Left as it was, the report stayed "being
-/// reported" for good, or was never made at all (review helper-45).
+/// reported" for good, or was never made at all.
 struct Unanswered<'a> {
     local: &'a Mutex<Local>,
     acquire: u32,

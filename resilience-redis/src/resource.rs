@@ -123,7 +123,7 @@ impl SharedQuota {
                 if let (false, Some(p)) = (ran, pending) {
                     // Never judged (never sent, or refused unrun): no grant to count. Given up
                     // on, every try during an outage counted as a grant in the rebuilt rule
-                    // counts, and refused asks for a whole span after it (review helper-40).
+                    // counts, and refused asks for a whole span after it.
                     p.settle(None);
                 }
                 self.offline_acquire(cost)
