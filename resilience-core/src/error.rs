@@ -41,6 +41,15 @@ pub enum ResilienceError {
         /// Time until the pause lifts.
         retry_after: Duration,
     },
+    /// The rate governor can never grant this call as asked: its cost is above the whole
+    /// quota, a rule is too small for it, or the setup is wrong. Asking again will not help
+    /// ([`retry_after`](Self::retry_after) is `None`); `reason` says what to change.
+    GovernorRejected {
+        /// The rate-limited resource.
+        resource: Arc<str>,
+        /// What is wrong and how to fix it (sanitized).
+        reason: Arc<str>,
+    },
 }
 
 impl ResilienceError {
@@ -50,7 +59,9 @@ impl ResilienceError {
             Self::GovernorShed { retry_after, .. } | Self::GovernorPaused { retry_after, .. } => {
                 Some(*retry_after)
             }
-            Self::CircuitOpen { .. } | Self::TotalTimeout { .. } => None,
+            Self::CircuitOpen { .. }
+            | Self::TotalTimeout { .. }
+            | Self::GovernorRejected { .. } => None,
         }
     }
 }
@@ -88,6 +99,10 @@ impl fmt::Display for ResilienceError {
                 f,
                 "rate governor paused calls to `{resource}`; retry in {:.3}s",
                 retry_after.as_secs_f64()
+            ),
+            Self::GovernorRejected { resource, reason } => write!(
+                f,
+                "rate governor cannot grant the call to `{resource}`, now or later: {reason}"
             ),
         }
     }

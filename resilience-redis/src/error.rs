@@ -139,23 +139,53 @@ impl fmt::Display for RedisQuotaError {
 
 impl std::error::Error for RedisQuotaError {}
 
-impl From<RedisQuotaError> for ResilienceError {
-    /// A shared-quota refusal is the governor shedding the call.
-    fn from(e: RedisQuotaError) -> Self {
-        let (resource, retry_after) = match &e {
-            RedisQuotaError::Unavailable { retry_after, .. } => ("redis".into(), *retry_after),
-            RedisQuotaError::WaitTooLong { resource, wait } => (resource.as_str().into(), *wait),
-            RedisQuotaError::CostTooLarge { resource, .. }
-            | RedisQuotaError::RuleTooSmall { resource, .. }
-            | RedisQuotaError::PacedElsewhere { resource } => {
-                (resource.as_str().into(), Duration::MAX)
-            }
-            _ => ("redis".into(), Duration::from_secs(1)),
-        };
-        ResilienceError::GovernorShed {
-            resource,
+impl RedisQuotaError {
+    /// The framework's refusal of a call to `resource` for this error: a refusal that can
+    /// pass (Redis unreachable, a wait past the caller's bound, a server error) is the
+    /// governor shedding the call, with when to come back; one that cannot (a cost above the
+    /// whole quota, a rule too small for the request, the shared rules missing, a bad
+    /// setting) is [`ResilienceError::GovernorRejected`], with this error's text, so a
+    /// retry layer does not wait on it.
+    pub fn into_refusal(self, resource: &str) -> ResilienceError {
+        let shed = |retry_after| ResilienceError::GovernorShed {
+            resource: resource.into(),
             retry_after,
+        };
+        match self {
+            Self::Unavailable { retry_after, .. } => shed(retry_after),
+            Self::WaitTooLong { wait, .. } => shed(wait),
+            Self::Connect { .. } | Self::Server { .. } => shed(Duration::from_secs(1)),
+            Self::CostTooLarge { .. }
+            | Self::RuleTooSmall { .. }
+            | Self::PacedElsewhere { .. }
+            | Self::Config { .. } => ResilienceError::GovernorRejected {
+                resource: resource.into(),
+                reason: self.to_string().into(),
+            },
         }
+    }
+
+    /// The resource the error names, if it names one.
+    fn resource(&self) -> Option<&str> {
+        match self {
+            Self::CostTooLarge { resource, .. }
+            | Self::RuleTooSmall { resource, .. }
+            | Self::PacedElsewhere { resource }
+            | Self::WaitTooLong { resource, .. } => Some(resource),
+            Self::Connect { .. }
+            | Self::Unavailable { .. }
+            | Self::Config { .. }
+            | Self::Server { .. } => None,
+        }
+    }
+}
+
+impl From<RedisQuotaError> for ResilienceError {
+    /// [`RedisQuotaError::into_refusal`] for the resource the error names (`shared quota`
+    /// if it names none).
+    fn from(e: RedisQuotaError) -> Self {
+        let resource = e.resource().unwrap_or("shared quota").to_owned();
+        e.into_refusal(&resource)
     }
 }
 

@@ -78,7 +78,10 @@ impl Drop for SharedPermit<'_> {
 /// Acquires one call from `governor` (waiting as [`Governor::acquire`] does), then from the
 /// shared quota at the priority the governor granted (after any G2 promotion), within what
 /// is left of the request's `max_wait`. A shared refusal releases the local permit and is
-/// returned as [`ResilienceError::GovernorShed`].
+/// returned as [`RedisQuotaError::into_refusal`] says: shed (with when to come back) if
+/// asking again can succeed, else [`ResilienceError::GovernorRejected`].
+///
+/// [`RedisQuotaError::into_refusal`]: crate::RedisQuotaError::into_refusal
 pub async fn acquire_shared<'g>(
     governor: &'g Governor,
     quota: &SharedQuota,
@@ -91,7 +94,10 @@ pub async fn acquire_shared<'g>(
     let max_wait = request
         .max_wait()
         .map(|m| m.saturating_sub(permit.waited()));
-    let mut grant = quota.acquire_request(&request, priority, max_wait).await?;
+    let mut grant = quota
+        .acquire_request(&request, priority, max_wait)
+        .await
+        .map_err(|e| e.into_refusal(quota.name()))?;
     // The shared G4 detector counts the governor's agents, not just this process.
     if let Some((name, _)) = governor.agent(agent) {
         grant = grant.for_agent(name);

@@ -46,7 +46,10 @@ async fn g7_a_local_governor_spends_only_the_shared_quota_and_shares_its_blocks(
     let e = acquire_shared(&gov, &quota, agent, core, req)
         .await
         .unwrap_err();
-    assert!(matches!(e, ResilienceError::GovernorShed { .. }), "{e:?}");
+    assert!(
+        matches!(&e, ResilienceError::GovernorShed { resource, .. } if &**resource == "core"),
+        "a wait past the bound is shed, naming the resource: {e:?}"
+    );
     let snap = gov.snapshot(core).expect("local snapshot");
     assert_eq!(
         snap.in_flight, 0,
@@ -77,4 +80,31 @@ async fn g7_a_local_governor_spends_only_the_shared_quota_and_shares_its_blocks(
         matches!(d, QuotaDecision::Wait(w) if w.reason == QuotaWaitReason::Exhausted),
         "{d:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_shared_refusal_that_can_never_pass_is_rejected_not_shed_for_ever() {
+    let Some(srv) = server() else { return };
+    let quota = shared(&srv.url, &prefix("gov-rejected"), "a").await;
+    let gov = Governor::builder().seed(7).build().expect("governor");
+    let core = gov
+        .add_resource("core", ResourceConfig::github())
+        .expect("resource");
+    let agent = gov.register("data", Priority::P1).expect("agent");
+    // The local governor allows a cost of 5; the shared quota is 3 per window.
+    let e = acquire_shared(&gov, &quota, agent, core, Request::read().with_cost(5))
+        .await
+        .unwrap_err();
+    let ResilienceError::GovernorRejected { resource, reason } = &e else {
+        panic!("a cost above the whole shared quota is rejected: {e:?}");
+    };
+    assert_eq!(&**resource, "core");
+    assert!(
+        reason.contains("cost 5") && reason.contains("3 per window"),
+        "{reason}"
+    );
+    assert_eq!(e.retry_after(), None, "no retry layer should wait on it");
+    assert!(e.to_string().contains("now or later"), "{e}");
+    let snap = gov.snapshot(core).expect("local snapshot");
+    assert_eq!(snap.in_flight, 0, "the local permit was released");
 }
