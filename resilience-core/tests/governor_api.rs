@@ -201,3 +201,46 @@ fn a_header_naming_another_bucket_updates_that_bucket() {
     assert_eq!((core.remaining, core.in_flight), (5000, 0));
     assert!(matches!(rig.decide(a, &Request::read()), Decision::Go(_)));
 }
+
+/// A GitHub client registering one resource for every call: a `search` response (its own
+/// bucket, 30 a minute) must not read as `core`'s quota, nor its 429 block `core`.
+#[test]
+fn g1_a_response_naming_a_bucket_no_resource_counts_is_ignored_by_a_resource_with_a_bucket() {
+    let rig = Rig::new(light_only().with_bucket("core"));
+    let a = rig.agent("data", Priority::P1);
+    let search = |status| {
+        Observation::new(status)
+            .with_limit(30)
+            .with_remaining(0)
+            .with_retry_after(Duration::from_secs(60))
+            .with_resource("search")
+    };
+    for status in [200, 429] {
+        let g = go(rig.decide(a, &Request::read()));
+        let outcome = rig.gov.observe(g, &search(status));
+        assert_eq!(outcome.blocked_until, None, "status {status}");
+        let core = rig.gov.snapshot(rig.core).unwrap();
+        assert_eq!(
+            (core.limit, core.remaining, core.in_flight, core.blocked_for),
+            (5000, 5000, 0, None),
+            "status {status}: the call settled, nothing read"
+        );
+    }
+    assert!(matches!(rig.decide(a, &Request::read()), Decision::Go(_)));
+    // Its own bucket's responses still count.
+    let g = go(rig.decide(a, &Request::read()));
+    let own = Observation::new(200)
+        .with_limit(5000)
+        .with_remaining(1200)
+        .with_resource("core");
+    rig.gov.observe(g, &own);
+    // (Less the grant above, still in flight.)
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 1199);
+    // Without a bucket, every response observed on the resource counts (as before).
+    let rig = Rig::new(light_only());
+    let a = rig.agent("data", Priority::P1);
+    let g = go(rig.decide(a, &Request::read()));
+    rig.gov.observe(g, &search(200));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 0);
+    assert_eq!(ResourceConfig::github().bucket.as_deref(), Some("core"));
+}

@@ -3,6 +3,7 @@
 
 use crate::error::RedisQuotaError;
 use resilience_core::governor::{Cascade, Pacing, Priority};
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -332,6 +333,11 @@ pub struct QuotaSpec {
     /// [`shared_cascade`](Self::shared_cascade)). `None` (the default): each process's
     /// governor detects cascades among its own agents only.
     pub cascade: Option<Cascade>,
+    /// The upstream bucket this resource counts, as responses name it in
+    /// `x-ratelimit-resource` (GitHub's `core`, `search`, `graphql`, ...): a response naming
+    /// another is not read as this one's quota, nor its rate limit as this one's (its grant
+    /// is settled, as paid elsewhere). `None`: every response observed on it counts.
+    pub bucket: Option<Cow<'static, str>>,
 }
 
 /// The shared detector's bounds: the script keeps at most 64 limited agents.
@@ -362,12 +368,26 @@ impl QuotaSpec {
             window,
             pacing: None,
             cascade: None,
+            bucket: None,
         }
     }
 
-    /// GitHub's primary limit: 5 000 requests per hour.
+    /// GitHub's primary limit: 5 000 requests per hour, of the `core` bucket (a `search` or
+    /// `graphql` response observed on it is not read as `core`'s quota).
     pub const fn github() -> Self {
-        Self::new(5_000, Duration::from_secs(3_600))
+        Self {
+            limit: 5_000,
+            window: Duration::from_secs(3_600),
+            pacing: None,
+            cascade: None,
+            bucket: Some(Cow::Borrowed("core")),
+        }
+    }
+
+    /// Counts the upstream bucket `name` only (see [`bucket`](Self::bucket)).
+    pub fn with_bucket(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.bucket = Some(name.into());
+        self
     }
 
     /// Paces every process sharing this resource by `pacing`'s rules together (G7 + G8): its

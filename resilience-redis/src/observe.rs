@@ -7,26 +7,35 @@ use crate::script::{Backoff, ObserveArgs};
 use resilience_core::governor::{LimitKind, Observation, ResetAt, RetryAfter};
 
 /// Absolute times (`x-ratelimit-reset`, an HTTP-date `retry-after`) are passed as unix ms and
-/// compared with the Redis server's clock, never this host's.
+/// compared with the Redis server's clock, never this host's. A response naming another
+/// upstream bucket than the resource's (`bucket`) settles its grant and says nothing else.
 pub(crate) fn args(
     obs: &Observation,
     grant: Option<&QuotaGrant>,
     window: u64,
+    bucket: Option<&str>,
     cfg: &RedisQuotaConfig,
 ) -> ObserveArgs {
     let mut a = ObserveArgs {
-        limited: obs.limit_kind().is_some(),
         agent: grant.and_then(|g| g.agent.clone()),
         ledger: grant.map_or(0, |g| g.ledger),
         cost: grant.map_or(0, |g| g.cost),
         granted_ms: grant.map_or(0, |g| g.granted_ms),
         in_flight: grant.map_or(0, |g| g.in_flight),
         slot: grant.map_or(0, |g| g.slot),
-        limit: obs.limit().unwrap_or(0),
-        remaining: obs.remaining(),
         window,
         ..ObserveArgs::default()
     };
+    if obs
+        .resource()
+        .zip(bucket)
+        .is_some_and(|(named, ours)| named != ours)
+    {
+        return a;
+    }
+    a.limited = obs.limit_kind().is_some();
+    a.limit = obs.limit().unwrap_or(0);
+    a.remaining = obs.remaining();
     match obs.reset() {
         Some(ResetAt::Epoch(s)) => a.reset_ms = s.saturating_mul(1000),
         Some(ResetAt::After(s)) => a.reset_after_ms = s.saturating_mul(1000).max(1),
@@ -92,33 +101,33 @@ mod tests {
     fn g7_g6_secondary_limit_blocks_for_retry_after_or_a_minute() {
         let o =
             Observation::from_headers(429, [("retry-after", "7"), ("x-ratelimit-remaining", "12")]);
-        let a = args(&o, None, 3, &cfg());
+        let a = args(&o, None, 3, None, &cfg());
         assert_eq!(
             (a.block_ms, a.exhausted, a.remaining, a.window),
             (7_000, false, Some(12), 3)
         );
         let o = Observation::from_headers(403, [("retry-after", "5")]);
-        assert_eq!(args(&o, None, 3, &cfg()).block_ms, 5_000);
+        assert_eq!(args(&o, None, 3, None, &cfg()).block_ms, 5_000);
         let o = Observation::new(429).with_body("You have exceeded a secondary rate limit");
-        let a = args(&o, None, 3, &cfg());
+        let a = args(&o, None, 3, None, &cfg());
         // The script doubles it for each such limit in a row, up to 16 min.
         assert_eq!(
             (a.block_ms, a.backoff, a.backoff_cap_ms),
             (60_000, Backoff::Limit, 960_000)
         );
         let hinted = Observation::from_headers(429, [("retry-after", "7")]);
-        assert_eq!(args(&hinted, None, 3, &cfg()).backoff, Backoff::None);
+        assert_eq!(args(&hinted, None, 3, None, &cfg()).backoff, Backoff::None);
         let good = Observation::new(200);
-        assert_eq!(args(&good, None, 3, &cfg()).backoff, Backoff::Good);
+        assert_eq!(args(&good, None, 3, None, &cfg()).backoff, Backoff::Good);
         let failed = Observation::new(500);
-        assert_eq!(args(&failed, None, 3, &cfg()).backoff, Backoff::None);
+        assert_eq!(args(&failed, None, 3, None, &cfg()).backoff, Backoff::None);
     }
 
     #[test]
     fn g7_g6_offline_secondary_limits_in_a_row_double_up_to_the_cap() {
         let limit = Observation::new(429).with_body("You have exceeded a secondary rate limit");
-        let limit = args(&limit, None, 3, &cfg());
-        let good = args(&Observation::new(200), None, 3, &cfg());
+        let limit = args(&limit, None, 3, None, &cfg());
+        let good = args(&Observation::new(200), None, 3, None, &cfg());
         let mut strikes = 0;
         let blocks: Vec<u64> = (0..6)
             .map(|_| offline_block_ms(&limit, &mut strikes, false))
@@ -140,6 +149,7 @@ mod tests {
             &Observation::from_headers(429, [("retry-after", "7")]),
             None,
             3,
+            None,
             &cfg(),
         );
         assert_eq!(offline_block_ms(&hinted, &mut strikes, false), 7_000);
@@ -156,14 +166,14 @@ mod tests {
                 ("x-ratelimit-limit", "5000"),
             ],
         );
-        let a = args(&o, None, 1, &cfg());
+        let a = args(&o, None, 1, None, &cfg());
         assert!(a.exhausted);
         assert_eq!(
             (a.reset_ms, a.limit, a.block_ms),
             (1_700_000_000_000, 5000, 0)
         );
         let ok = Observation::from_headers(200, [("x-ratelimit-remaining", "10")]);
-        let a = args(&ok, None, 1, &cfg());
+        let a = args(&ok, None, 1, None, &cfg());
         assert_eq!((a.exhausted, a.block_ms, a.remaining), (false, 0, Some(10)));
         let _ = Duration::ZERO;
     }

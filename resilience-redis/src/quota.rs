@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use resilience_core::clock::{BootClock, Clock};
 use resilience_core::sleep::{AsyncSleeper, TokioSleeper};
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -100,6 +101,8 @@ pub(crate) struct ResState {
     pub wake: Notify,
     /// What this process's grants counted in the shared rules, if the resource has them.
     pub pace_log: Option<Mutex<PaceLog>>,
+    /// The upstream bucket it counts ([`QuotaSpec::bucket`]).
+    pub bucket: Option<Cow<'static, str>>,
 }
 
 /// A call sent and not answered yet: the acquire it makes (`acquire` units, see
@@ -249,6 +252,7 @@ impl RedisQuota {
                         local: Mutex::new(Local::default()),
                         wake: Notify::new(),
                         pace_log,
+                        bucket: spec.bucket.clone(),
                     });
                     list.push(r.clone());
                     (r, true)

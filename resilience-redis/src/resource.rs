@@ -303,7 +303,9 @@ impl SharedQuota {
         let window = grant
             .as_ref()
             .map_or_else(|| self.state.local.lock().window, |g| g.window);
-        let args = crate::observe::args(observation, grant.as_ref(), window, &self.inner.cfg);
+        let bucket = self.state.bucket.as_deref();
+        let args =
+            crate::observe::args(observation, grant.as_ref(), window, bucket, &self.inner.cfg);
         let offline_block = {
             let mut local = self.state.local.lock();
             let blocked = local.blocked_for(self.inner.clock.now()).is_some();

@@ -108,3 +108,53 @@ async fn g7_a_shared_refusal_that_can_never_pass_is_rejected_not_shed_for_ever()
     let snap = gov.snapshot(core).expect("local snapshot");
     assert_eq!(snap.in_flight, 0, "the local permit was released");
 }
+
+/// One resource for every call of a GitHub client: a `search` response (its own bucket, 30 a
+/// minute) observed on `core` must not set `core`'s shared pool, nor its 429 block `core` for
+/// every process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_response_of_another_bucket_neither_sets_the_shared_pool_nor_blocks_it() {
+    let Some(srv) = server() else { return };
+    let p = prefix("gov-bucket");
+    let connect = |node: &'static str| {
+        let c = RedisQuotaConfig::new(&srv.url)
+            .prefix(&p)
+            .node(node)
+            .reserve_share_permille(0);
+        async move { RedisQuota::connect(c).await.expect("connect") }
+    };
+    let (a, b) = (connect("a").await, connect("b").await);
+    let spec = QuotaSpec::new(100, Duration::from_secs(600)).with_bucket("core");
+    let a = a.resource("gh", spec.clone()).await.expect("resource");
+    let b = b.resource("gh", spec).await.expect("resource");
+    let search = |status| {
+        Observation::new(status)
+            .with_limit(30)
+            .with_remaining(0)
+            .with_retry_after(Duration::from_secs(60))
+            .with_resource("search")
+    };
+    for status in [200, 429] {
+        let g = a.acquire(1, Priority::P1).await.expect("granted");
+        a.observe(Some(g), &search(status)).await.expect("observed");
+        let snap = b.snapshot().await.expect("snapshot");
+        assert_eq!(
+            (snap.limit, snap.pool, snap.blocked_for),
+            (100, 100 - if status == 200 { 1 } else { 2 }, None),
+            "status {status}: settled as spent, nothing read, nothing blocked"
+        );
+    }
+    assert!(matches!(
+        b.try_acquire(1, Priority::P2).await.expect("ask"),
+        QuotaDecision::Go(_)
+    ));
+    // Its own bucket's readings still count.
+    let g = a.acquire(1, Priority::P1).await.expect("granted");
+    let own = Observation::new(200)
+        .with_limit(100)
+        .with_remaining(40)
+        .with_resource("core");
+    a.observe(Some(g), &own).await.expect("observed");
+    assert!(b.snapshot().await.expect("snapshot").pool <= 40);
+    assert_eq!(QuotaSpec::github().bucket.as_deref(), Some("core"));
+}

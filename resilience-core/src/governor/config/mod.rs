@@ -10,6 +10,7 @@ pub use pacing::{Measure, Pacing, Selector, SpacingRule, WindowRule};
 pub use patterns::{Cascade, Leases, Predictive, RetryWindows, TokenPool, TrafficLight};
 
 use crate::error::PolicyError;
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Everything the governor applies to one resource (one quota bucket).
@@ -29,15 +30,32 @@ pub struct ResourceConfig {
     pub retry_windows: RetryWindows,
     /// G8.
     pub pacing: Pacing,
+    /// The upstream bucket this resource counts, as responses name it in
+    /// `x-ratelimit-resource` (GitHub's `core`, `search`, `graphql`, ...). A response naming
+    /// another bucket is about that bucket: it goes to the registered resource of that name,
+    /// or, if there is none, its quota headers and rate limit are ignored here (the call's
+    /// slot and cost are settled, as for a call another bucket paid for). `None`: every
+    /// response observed on this resource counts (a header naming a registered resource
+    /// still goes to it).
+    pub bucket: Option<Cow<'static, str>>,
 }
 
 impl ResourceConfig {
-    /// GitHub REST `core`: 5 000 requests/hour plus [`Pacing::github`].
+    /// GitHub REST `core`: 5 000 requests/hour plus [`Pacing::github`], counting the `core`
+    /// bucket only (a `search` or `graphql` response observed on it does not read as `core`'s
+    /// quota).
     pub fn github() -> Self {
         Self {
             pacing: Pacing::github(),
+            bucket: Some(Cow::Borrowed("core")),
             ..Self::default()
         }
+    }
+
+    /// This config, counting the upstream bucket `name` only (see [`bucket`](Self::bucket)).
+    pub fn with_bucket(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.bucket = Some(name.into());
+        self
     }
 
     /// Checks every field; the error names the first one at fault.
