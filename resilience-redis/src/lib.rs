@@ -12,12 +12,12 @@
 //!   ordering and pacing, and consults [`SharedQuota`] before each call, so the *quota* —
 //!   what is left in the window, the G6 block after a 429, leases and reservations, and
 //!   optionally the G8 rules ([`QuotaSpec::shared_pacing`]) — is one state for all of
-//!   them. It costs one Redis round trip per acquire (shared rules included) and about 18 µs
+//!   them. It costs one Redis round trip per acquire (shared rules included) and about 28 µs
 //!   of Redis CPU per call on an idle machine; the crate's bench (`benches/redis_acquire.rs`)
-//!   measures about 47k acquires/s from 2 processes on an idle 2-core loopback machine, and
-//!   19-22k with that machine loaded (`BENCHMARKS.md`). Shared G8 rules add about 8-12 µs
-//!   of Redis CPU per acquire (one `HMGET` and one `HSET` of the rules that select it):
-//!   25-26k acquires/s where the same machine gives 36-38k without them.
+//!   measures about 31-32k acquires/s from 2 processes on an idle 2-core loopback machine
+//!   (2026-12-05; fewer when the machine is loaded: `BENCHMARKS.md` has every run). Shared
+//!   G8 rules add about 10 µs of Redis CPU per acquire (one `HMGET` and one `HSET` of the
+//!   rules that select it): 23.5k acquires/s in the same runs.
 //!
 //! It is a separate crate so nothing pulls Redis in by default.
 //!
@@ -207,6 +207,10 @@
 //! // ... make the call, then report the response:
 //! let response = Observation::from_headers(200, [("x-ratelimit-remaining", "4321")]);
 //! core.observe(Some(grant), &response).await?;
+//!
+//! // Before the process exits: give this process's reservations back now (else after the
+//! // lease TTL, or in degraded mode not before the window ends).
+//! redis.shutdown().await?;
 //! # Ok(()) }
 //! ```
 //!
@@ -264,6 +268,7 @@ mod quota;
 mod rebuild_rejoin_tests;
 mod resource;
 mod script;
+mod shutdown;
 mod tasks;
 #[cfg(test)]
 #[path = "../tests/common/server.rs"]

@@ -357,7 +357,9 @@ impl SharedQuota {
     }
 
     /// Gives the lease up and returns this process's unspent reservation to the pool (on
-    /// shutdown). The next acquire starts a new lease.
+    /// shutdown; [`RedisQuota::shutdown`](crate::RedisQuota::shutdown) leaves every
+    /// resource). The next acquire starts a new lease. [`Settled::Local`]: Redis could not
+    /// be reached and nothing was given up (the lease ends as a killed process's would).
     pub async fn leave(&self) -> Result<Settled, RedisQuotaError> {
         let lease = {
             let mut l = self.state.local.lock();
