@@ -87,12 +87,13 @@ impl fmt::Display for RedisQuotaError {
             Self::Connect { url, reason } => {
                 write!(
                     f,
-                    "cannot reach Redis at {url} for the shared quota: {reason}"
+                    "cannot use Redis at {url} for the shared quota: {reason}"
                 )
             }
             Self::Unavailable { url, retry_after } => write!(
                 f,
-                "Redis at {url} is unreachable and no local share is left; retry in {:.3}s",
+                "Redis at {url} is unreachable and this process may spend nothing more without it \
+                 (fail-closed, or its local share spent or its lease run out); retry in {:.3}s",
                 retry_after.as_secs_f64()
             ),
             Self::CostTooLarge {
@@ -165,6 +166,27 @@ impl RedisQuotaError {
         }
     }
 
+    /// Resource `name` exists in Redis with windows of `stored_ms`, and `spec` asks for
+    /// others.
+    pub(crate) fn window_conflict(
+        prefix: &str,
+        name: &str,
+        stored_ms: u64,
+        spec: &crate::QuotaSpec,
+    ) -> Self {
+        Self::Config {
+            field: "window",
+            reason: format!(
+                "the window resource `{name}` already has in Redis ({:.3}s, made by another \
+                 process's spec; this one gave {:.3}s): give every process the same spec, \
+                 or, to change it, delete the keys `{{{prefix}:{name}}}:*` while no process \
+                 uses them",
+                Duration::from_millis(stored_ms).as_secs_f64(),
+                spec.window.as_secs_f64()
+            ),
+        }
+    }
+
     /// The resource the error names, if it names one.
     fn resource(&self) -> Option<&str> {
         match self {
@@ -223,6 +245,34 @@ pub fn safe_url(url: &str) -> String {
 /// Server or I/O error text, safe for logs and errors.
 pub(crate) fn clean(e: &redis::RedisError) -> String {
     resilience_core::sanitize(&e.to_string()).into_owned()
+}
+
+/// Why a first connection failed, saying which kind of fix it needs: the URL, the
+/// credentials, the server's answer, or reaching it at all.
+pub(crate) fn connect_reason(e: &redis::RedisError, parsing: bool) -> String {
+    let text = clean(e);
+    match e.kind() {
+        redis::ErrorKind::InvalidClientConfig if parsing => format!(
+            "invalid Redis URL (expected redis://[user[:password]@]host[:port][/db] or \
+             redis+unix:///path): {text}"
+        ),
+        _ if e.code() == Some("NOAUTH") => {
+            format!("Redis needs a password the URL does not give: {text}")
+        }
+        redis::ErrorKind::AuthenticationFailed => {
+            format!("Redis refused the credentials in the URL: {text}")
+        }
+        _ if matches!(e.code(), Some("WRONGPASS" | "NOPERM")) => {
+            format!("Redis refused the credentials in the URL: {text}")
+        }
+        redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => {
+            format!("Redis answered with an error: {text}")
+        }
+        _ if e.is_io_error() || e.is_timeout() || e.is_connection_refusal() => {
+            format!("unreachable: {text}")
+        }
+        _ => text,
+    }
 }
 
 #[cfg(test)]

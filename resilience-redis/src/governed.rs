@@ -11,7 +11,10 @@ use resilience_core::ResilienceError;
 
 /// A call allowed by the local governor and by the shared quota. Observe the response with
 /// [`observe`](Self::observe), or [`release`](Self::release) it if the call was not made;
-/// dropping it releases both (the shared grant from a spawned task).
+/// dropping it releases both (the shared grant from a spawned task), which gives the quota
+/// back as if the call was never sent: once the request may have gone out (an error after
+/// sending, a timeout), observe what you have instead: an observation without rate-limit
+/// headers counts the call as spent.
 #[derive(Debug)]
 #[must_use = "make the call, then observe the response"]
 pub struct SharedPermit<'g> {
@@ -77,7 +80,10 @@ impl Drop for SharedPermit<'_> {
 
 /// Acquires one call from `governor` (waiting as [`Governor::acquire`] does), then from the
 /// shared quota at the priority the governor granted (after any G2 promotion), within what
-/// is left of the request's `max_wait`. A shared refusal releases the local permit and is
+/// is left of the request's `max_wait`. While it waits on the shared quota it holds the
+/// local permit: the local governor counts the call as in flight (its cost out of the
+/// local estimate, a slot of the concurrency cap) until the shared grant comes or the
+/// wait ends, so bound long shared waits with `max_wait`. A shared refusal releases the local permit and is
 /// returned as [`RedisQuotaError::into_refusal`] says: shed (with when to come back) if
 /// asking again can succeed, else [`ResilienceError::GovernorRejected`].
 ///

@@ -1,7 +1,7 @@
 //! The connection to Redis: one multiplexed (pipelining) connection shared by every task of
 //! the process, dropped on the first sign of loss and reopened by the supervisor.
 
-use crate::error::{clean, safe_url, RedisQuotaError};
+use crate::error::{connect_reason, safe_url, RedisQuotaError};
 use crate::script::script;
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
@@ -65,7 +65,7 @@ impl Link {
         let shown = safe_url(url);
         let client = Client::open(url).map_err(|e| RedisQuotaError::Connect {
             url: shown.clone(),
-            reason: clean(&e),
+            reason: connect_reason(&e, true),
         })?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
@@ -82,7 +82,7 @@ impl Link {
             .await
             .map_err(|e| RedisQuotaError::Connect {
                 url: link.url.clone(),
-                reason: clean(&e),
+                reason: connect_reason(&e, false),
             })?;
         Ok(link)
     }

@@ -13,7 +13,6 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use resilience_core::clock::{BootClock, Clock};
 use resilience_core::sleep::{AsyncSleeper, TokioSleeper};
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -101,8 +100,8 @@ pub(crate) struct ResState {
     pub wake: Notify,
     /// What this process's grants counted in the shared rules, if the resource has them.
     pub pace_log: Option<Mutex<PaceLog>>,
-    /// The upstream bucket it counts ([`QuotaSpec::bucket`]).
-    pub bucket: Option<Cow<'static, str>>,
+    /// What it was opened with.
+    pub spec: QuotaSpec,
 }
 
 /// A call sent and not answered yet: the acquire it makes (`acquire` units, see
@@ -216,34 +215,20 @@ impl RedisQuota {
         let (state, created) = {
             let mut list = self.inner.resources.lock();
             match list.iter().find(|r| &*r.name == name) {
+                Some(r) if r.spec != spec => {
+                    return Err(RedisQuotaError::Config {
+                        field: "spec",
+                        reason: format!(
+                            "the spec resource `{name}` was first opened with in this \
+                             process ({:?})",
+                            r.spec
+                        ),
+                    })
+                }
                 Some(r) => (r.clone(), false),
                 None => {
                     let cfg = &self.inner.cfg;
-                    let mut fixed = Fixed::new(&cfg.prefix, name);
-                    fixed.node = cfg.node.clone();
-                    fixed.ttl_ms = ms(cfg.lease_ttl);
-                    // Shared rules: no express lane, no offline spending (see `shared_pacing`).
-                    fixed.hold = if spec.pacing.is_some() { 0 } else { cfg.hold() };
-                    fixed.pacing = spec
-                        .pacing
-                        .as_ref()
-                        .map(|p| Arc::new(crate::pacing::PacingArgs::new(p)));
-                    fixed.cascade = spec.cascade.map(|c| script::CascadeArgs {
-                        agents: c.agents,
-                        window_ms: ms(c.window),
-                        clear_after: c.clear_after,
-                    });
-                    fixed.keep = if cfg.express.is_some() && fixed.pacing.is_none() {
-                        cfg.express_allowance
-                    } else {
-                        0
-                    };
-                    fixed.limit = spec.limit;
-                    fixed.window_ms = ms(spec.window);
-                    fixed.share_permille = cfg.reserve_share_permille;
-                    fixed.reserve_max = cfg.reserve_max;
-                    fixed.yield_ms = ms(cfg.wait.poll);
-                    fixed.slot_ms = ms(cfg.call_bound).div_ceil(4).max(1);
+                    let fixed = Fixed::for_resource(cfg, name, &spec);
                     let pace_log = (fixed.pacing.as_deref())
                         .map(|p| Mutex::new(PaceLog::new(p, cfg.call_bound)));
                     let r = Arc::new(ResState {
@@ -252,7 +237,7 @@ impl RedisQuota {
                         local: Mutex::new(Local::default()),
                         wake: Notify::new(),
                         pace_log,
-                        bucket: spec.bucket.clone(),
+                        spec: spec.clone(),
                     });
                     list.push(r.clone());
                     (r, true)
@@ -263,20 +248,27 @@ impl RedisQuota {
             inner: self.inner.clone(),
             state,
         };
-        match self.inner.call(&quota.state, Op::Renew).await {
-            Ok(_) | Err(CallError::Lost { .. }) => Ok(quota),
-            Err(CallError::Server(e)) => {
-                // A resource this call made and nobody holds: not kept (its heartbeat would
-                // join for no one, and a retry with other settings would find it).
+        let error = match self.inner.call(&quota.state, Op::Renew).await {
+            // The state in Redis was made with another window: this process would count
+            // its quota by windows the others do not.
+            Ok(r) if r.window_ms != quota.state.fixed.window_ms => {
                 if created {
-                    self.inner
-                        .resources
-                        .lock()
-                        .retain(|r| !Arc::ptr_eq(r, &quota.state));
+                    let _ = quota.leave().await;
                 }
-                Err(e)
+                RedisQuotaError::window_conflict(&self.inner.cfg.prefix, name, r.window_ms, &spec)
             }
+            Ok(_) | Err(CallError::Lost { .. }) => return Ok(quota),
+            Err(CallError::Server(e)) => e,
+        };
+        // A resource this call made and nobody holds: not kept (its heartbeat would join for
+        // no one, and a retry with other settings would find it).
+        if created {
+            self.inner
+                .resources
+                .lock()
+                .retain(|r| !Arc::ptr_eq(r, &quota.state));
         }
+        Err(error)
     }
 
     /// Whether Redis is reachable right now, and what this process does if not.

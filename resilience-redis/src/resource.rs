@@ -303,7 +303,7 @@ impl SharedQuota {
         let window = grant
             .as_ref()
             .map_or_else(|| self.state.local.lock().window, |g| g.window);
-        let bucket = self.state.bucket.as_deref();
+        let bucket = self.state.spec.bucket.as_deref();
         let args =
             crate::observe::args(observation, grant.as_ref(), window, bucket, &self.inner.cfg);
         let offline_block = {

@@ -4,7 +4,9 @@
 //! `SCRIPT LOAD` + `EVALSHA` on `NOSCRIPT`, e.g. after a Redis restart), so each one is atomic
 //! on the server and reads the server's clock.
 
+use crate::config::{QuotaSpec, RedisQuotaConfig};
 use crate::pacing::{Ask, PacingArgs};
+use crate::quota::ms;
 use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Script};
 use std::sync::{Arc, OnceLock};
@@ -222,6 +224,35 @@ impl Fixed {
             pacing: None,
             cascade: None,
         }
+    }
+}
+
+impl Fixed {
+    /// What every call for resource `name` of this process sends, from its settings.
+    pub fn for_resource(cfg: &RedisQuotaConfig, name: &str, spec: &QuotaSpec) -> Self {
+        let mut fixed = Self::new(&cfg.prefix, name);
+        fixed.node = cfg.node.clone();
+        fixed.ttl_ms = ms(cfg.lease_ttl);
+        // Shared rules: no express lane, no offline spending (see `shared_pacing`).
+        fixed.hold = if spec.pacing.is_some() { 0 } else { cfg.hold() };
+        fixed.pacing = spec.pacing.as_ref().map(|p| Arc::new(PacingArgs::new(p)));
+        fixed.cascade = spec.cascade.as_ref().map(|c| CascadeArgs {
+            agents: c.agents,
+            window_ms: ms(c.window),
+            clear_after: c.clear_after,
+        });
+        fixed.keep = if cfg.express.is_some() && fixed.pacing.is_none() {
+            cfg.express_allowance
+        } else {
+            0
+        };
+        fixed.limit = spec.limit;
+        fixed.window_ms = ms(spec.window);
+        fixed.share_permille = cfg.reserve_share_permille;
+        fixed.reserve_max = cfg.reserve_max;
+        fixed.yield_ms = ms(cfg.wait.poll);
+        fixed.slot_ms = ms(cfg.call_bound).div_ceil(4).max(1);
+        fixed
     }
 }
 

@@ -106,5 +106,24 @@ async fn g7_connect_with_a_wrong_password_or_a_bad_url_never_shows_the_password(
         assert!(took < Duration::from_secs(3), "{url}: took {took:?}");
         assert!(!text.contains("wr0ngpass"), "{url}: {text}");
         assert!(!format!("{e:?}").contains("wr0ngpass"), "{url}: {e:?}");
+        eprintln!("{url}: {text}");
+    }
+    // Each says which fix it needs.
+    for (url, says) in [
+        (
+            format!("redis://default:wr0ngpass@{host}"),
+            "refused the credentials",
+        ),
+        (
+            format!("redis://:right-one@{host}/99"),
+            "answered with an error",
+        ),
+        (format!("redis://{host}"), "needs a password"),
+        ("redis://127.0.0.1:1".to_owned(), "unreachable"),
+        ("127.0.0.1:6379".to_owned(), "expected redis://"),
+    ] {
+        let (e, _) = connect_error(&url).await;
+        eprintln!("{url}: {e}");
+        assert!(e.to_string().contains(says), "{url}: {e}");
     }
 }
