@@ -279,7 +279,15 @@ impl RedisQuotaConfig {
             return bad("lease_ttl", "between 100 ms and 24 h");
         }
         if self.heartbeat.is_zero() || self.heartbeat >= self.lease_ttl {
-            return bad("heartbeat", "above zero and below lease_ttl");
+            // Often a `lease_ttl` set on the field, leaving the default heartbeat behind.
+            return bad(
+                "heartbeat",
+                &format!(
+                    "above zero and below lease_ttl ({:?} against {:?}): set both, or set the \
+                     TTL with `lease_ttl()`, which sets a heartbeat of a third of it",
+                    self.heartbeat, self.lease_ttl
+                ),
+            );
         }
         if self.lease_margin >= self.lease_ttl {
             return bad("lease_margin", "below lease_ttl");
@@ -541,6 +549,15 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(e.to_string().contains("lease_ttl"), "{e}");
+        // A TTL set on the field leaves the default heartbeat (40 s) behind: said so.
+        let mut short = base.clone();
+        short.lease_ttl = Duration::from_secs(10);
+        let e = short.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("heartbeat") && e.contains("40s against 10s"),
+            "{e}"
+        );
+        assert!(e.contains("`lease_ttl()`"), "{e}");
         let e = base.clone().node("a:b").validate().unwrap_err();
         assert!(e.to_string().contains("node"), "{e}");
         let short_cap = WaitPolicy {

@@ -264,9 +264,35 @@ impl SharedQuota {
         }
     }
 
+    /// The handle of the resource `grant` came from, if not this one: a grant settled
+    /// through another resource's handle is settled on its own. An error if this connection
+    /// has no such resource (the grant came from another [`RedisQuota`](crate::RedisQuota)).
+    fn owner_of(&self, grant: &QuotaGrant) -> Result<Option<SharedQuota>, RedisQuotaError> {
+        if grant.resource == self.state.name {
+            return Ok(None);
+        }
+        let state = (self.inner.resources().into_iter())
+            .find(|r| r.name == grant.resource)
+            .ok_or_else(|| RedisQuotaError::Config {
+                field: "grant",
+                reason: format!(
+                    "a grant of `{}` settled on the connection it came from (this handle's \
+                     `{}` has no such resource)",
+                    grant.resource, self.state.name
+                ),
+            })?;
+        Ok(Some(SharedQuota {
+            inner: self.inner.clone(),
+            state,
+        }))
+    }
+
     /// Returns a grant whose call was not made. Refused ([`Settled::Fenced`]) if the lease
     /// it was granted under has expired: the quota may already be someone else's.
     pub async fn release(&self, grant: QuotaGrant) -> Result<Settled, RedisQuotaError> {
+        if let Some(own) = self.owner_of(&grant)? {
+            return Box::pin(own.release(grant)).await;
+        }
         self.landed(&grant);
         if let Some(generation) = grant.offline {
             self.state
@@ -297,6 +323,14 @@ impl SharedQuota {
         grant: Option<QuotaGrant>,
         observation: &Observation,
     ) -> Result<Settled, RedisQuotaError> {
+        if let Some(own) = grant
+            .as_ref()
+            .map(|g| self.owner_of(g))
+            .transpose()?
+            .flatten()
+        {
+            return Box::pin(own.observe(grant, observation)).await;
+        }
         if let Some(g) = &grant {
             self.landed(g);
         }
