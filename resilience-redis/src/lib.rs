@@ -38,8 +38,11 @@
 //!   headers could describe quota that is no longer its holder's), and the paused process
 //!   that comes back gets a new lease, with nothing of the old one.
 //! - **Reservations.** Each process tops up a reservation — its share of the pool,
-//!   `pool × share / processes` (10% across all processes by default) — that is spent only
-//!   when the pool runs dry, by the express lane, or while Redis is unreachable.
+//!   `pool × share / processes` as the pool and the process count stand at its call
+//!   ([`RedisQuotaConfig::reserve_share_permille`], 100 ‰ by default), topped up once it is
+//!   below half of that — that is spent only when the pool runs dry, by the express lane, or
+//!   while Redis is unreachable. Together they hold about `share` of the pool; more for a
+//!   while as processes join (the first took its share of a pool it had to itself).
 //! - **Readings.** An observed response's `x-ratelimit-remaining` sets the pool, less
 //!   what the reading may not count yet: calls granted after it, calls granted before it
 //!   that were still in flight when it was granted (it may have overtaken them), and the
@@ -49,7 +52,9 @@
 //!   [`RedisQuotaConfig::call_bound`] (30 s by default) if nobody settles it.
 //! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
 //!   paid from this process's reservation with no round trip, and reported with the next
-//!   call of any kind. Without it a critical call would wait one round trip while a
+//!   call of any kind. It opens once the window is under way (its first grant by any
+//!   process: the lane's spending is accounted to a known reset) and this process has
+//!   joined ([`RedisQuota::connect`] returns once the subscription it needs is up). Without it a critical call would wait one round trip while a
 //!   background call granted a moment earlier in another process is served: a priority
 //!   inversion across hosts. It is safe by construction: the reservation was set aside
 //!   for this process alone; the server never pays an acquire of its own from the part

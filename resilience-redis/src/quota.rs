@@ -194,6 +194,14 @@ impl RedisQuota {
             .tasks
             .lock()
             .extend([supervisor.abort_handle(), listener.abort_handle()]);
+        // The express lane needs the subscription: a P0 call right after `connect` would
+        // otherwise pay a round trip. Bounded: without it, the lane opens when it is up.
+        let subscribed = async {
+            while !inner.listening() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        let _ = tokio::time::timeout(inner.cfg.connect_timeout, subscribed).await;
         Ok(Self { inner })
     }
 

@@ -169,3 +169,23 @@ async fn g7_express_spending_reported_after_an_earlier_reset_counts_in_the_new_w
         "the six count in the new window: {after:?}"
     );
 }
+
+/// `connect` returns once the pub/sub subscription is up, so in a window already under way
+/// (the lane needs one: an unanchored window has no reset to account it to) the first P0
+/// call of a process just started, after its resource's join, takes the express lane; it
+/// paid a round trip before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_the_first_p0_call_after_connect_takes_the_express_lane() {
+    let Some(srv) = server() else { return };
+    let p = prefix("express-first");
+    let (_r, first) = quota(cfg(&srv.url, &p, "first"), 1_000, MS(60_000)).await;
+    let _ = go(first.try_acquire(1, Priority::P1).await.expect("anchor"));
+    for n in 0..5 {
+        let c = cfg(&srv.url, &p, &format!("n{n}"))
+            .reserve_share_permille(500)
+            .express(Some(Priority::P0), 8);
+        let (_r, q) = quota(c, 1_000, MS(60_000)).await;
+        let g = q.acquire(1, Priority::P0).await.expect("acquire at P0");
+        assert!(g.is_express(), "run {n}: {g:?}");
+    }
+}
