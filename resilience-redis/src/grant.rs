@@ -197,10 +197,12 @@ pub struct QuotaSnapshot {
     pub held: u64,
     /// Processes holding a lease.
     pub members: u64,
-    /// This process's fencing epoch (0: no lease; 1: a lease of a state Redis lost, until it
-    /// rejoins the new one).
+    /// This process's fencing epoch: a number that only grows, counted from the state's
+    /// birth in server µs (so 16 digits); 0: no lease; 1: a lease of a state Redis lost,
+    /// until it rejoins the new one.
     pub epoch: u64,
-    /// The window's id.
+    /// The window's id (not its length: that is the resource's
+    /// [`QuotaSpec::window`](crate::QuotaSpec::window)).
     pub window: u64,
     /// Time to the reset, once the window is anchored.
     pub reset_in: Option<Duration>,

@@ -141,6 +141,12 @@ impl SharedQuota {
     /// spent, a pub/sub message wakes waiters when quota is returned (higher priorities
     /// first), and each re-asks at the latest after the policy's jittered poll bound.
     /// Refusals (offline share spent, fail-closed, too large) are returned at once.
+    ///
+    /// A cost above the limit is refused ([`RedisQuotaError::CostTooLarge`]); one close to
+    /// it may still never fit: the pool holds the window's quota less every process's
+    /// reservation (about [`RedisQuotaConfig::reserve_share_permille`](crate::RedisQuotaConfig::reserve_share_permille)
+    /// of it), and such an ask waits, window after window. Keep costs well below the limit
+    /// (GitHub's are 1 per request), or bound the wait ([`acquire_within`](Self::acquire_within)).
     pub async fn acquire(
         &self,
         cost: u32,
