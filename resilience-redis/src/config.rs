@@ -104,9 +104,8 @@ pub struct RedisQuotaConfig {
     /// the largest burst of express calls one process starts at once: the call past it
     /// waits a round trip, and a background call of another process may be let through
     /// meanwhile (a squad lead's parallel step of ten reads did, with 8). If this process
-    /// dies, the server holds back this much of its reservation (until a later reading can
-    /// count it, see the crate docs, or the window ends) and returns the rest after the
-    /// lease TTL.
+    /// dies, the server holds back this much of its reservation until the window ends and
+    /// returns the rest after the lease TTL.
     pub express_allowance: u64,
     /// The longest a governed call takes from its grant to its response (default 30 s).
     /// Until a grant is observed or released, and for at least this long, readings of other

@@ -62,7 +62,7 @@
 //!   may have unsettled at once); a block set anywhere is published, and the lane stays
 //!   shut until this process has heard how long it lasts (a subscription that dies without
 //!   its socket closing is caught by a probe within three I/O timeouts, and shuts it too); if the process dies, only the
-//!   allowance is held back (see below for how long), the rest returns after the TTL; and
+//!   allowance is held back (until the window ends), the rest returns after the TTL; and
 //!   a holder that comes back after its lease expired gets its held share back less the
 //!   allowance (a call of its old lease may still be on its way with a later report).
 //! - **Waiting.** After a block, each waiter asks again in its priority's G6 window past the
@@ -132,12 +132,7 @@
 //!
 //! Because a process cut off from Redis may be spending its reservation, the reservation of
 //! a degraded lease that expires is *held*, not returned to the pool, until its holder
-//! reports, or until a response's `x-ratelimit-remaining` can count all it spent: a reading
-//! of a call granted a call bound ([`RedisQuotaConfig::call_bound`], the longest of the
-//! processes') after the lease ran out, when the holder had stopped spending and its calls
-//! had landed (the rest of the share is then quota left; a holder that reports after that
-//! is charged again for what it says it spent, never too little). Without such a reading
-//! (no process observes headers), until the window ends. Only a report the holder sent once its own deadline for that
+//! reports or the window ends. Only a report the holder sent once its own deadline for that
 //! lease had passed returns the rest: a call sent earlier (a heartbeat queued before the
 //! outage) may be judged late, and lacks the spending that came after it. With [`OnLoss::FailClosed`] nothing can be spent offline, so
 //! an expired lease's reservation returns to the pool at once.
@@ -150,8 +145,8 @@
 //! expired as it last heard (its reply to an earlier call may be lost, and it spend on from
 //! its old reservation until then) and sent after a reply from the new window reached it
 //! (a call it sent before it was cut off may be judged that late), or when it leaves. A
-//! process cut off until then stopped spending, but reports only once it is back. One that
-//! never comes back keeps it held as an expired degraded lease does.
+//! process cut off until then stopped spending, but reports only once it is back. One that never comes back keeps it held
+//! until the window ends, as an expired degraded lease does.
 //!
 //! If Redis comes back *without its data* (no persistence, a failover to an empty replica),
 //! the first process that knew a live window rebuilds it conservatively: the lowest pool any
@@ -219,7 +214,7 @@
 //! core.observe(Some(grant), &response).await?;
 //!
 //! // Before the process exits: give this process's reservations back now (else after the
-//! // lease TTL, and in degraded mode later still).
+//! // lease TTL, or in degraded mode not before the window ends).
 //! redis.shutdown().await?;
 //! # Ok(()) }
 //! ```

@@ -203,30 +203,12 @@ elseif op == 'obs' then
     if h_rem >= 0 then
       local gl, flight = g_ledger, g_flight
       if gl <= 0 then gl, flight = s.ledger, in_flight() end
-      local sets = g_ledger > 0 and gl >= s.applied
-      if sets and s.held > 0 and g_at > 0 then
-        -- A held share's holder stopped spending when its lease ran out (`u`), and its
-        -- calls landed within a call bound (the slots' five widths): a reading of a call
-        -- granted after that counts all it spent, and the rest of the share is quota left.
-        -- Kept held (as it was), a dead process's share stayed unused until the window
-        -- ended. (If its holder reports later, what it says it spent is charged again:
-        -- counted twice, never once too few.)
-        local upto = g_at - 5 * s.slot_ms
-        local hs = redis.call('HGETALL', K_H)
-        for i = 1, #hs, 2 do
-          local h, u = string.match(hs[i + 1], '^(%d+):(%d+)$')
-          if h and tonumber(u) > 0 and tonumber(u) <= upto then
-            s.held = math.max(0, s.held - tonumber(h))
-            redis.call('HDEL', K_H, hs[i])
-          end
-        end
-      end
       -- Not counted in the reading, maybe: calls granted after this one, and calls granted
       -- before it that were still in flight when it was granted (it may have overtaken them).
       local left = h_rem - (s.ledger - gl) - flight - s.reserved - s.held
       -- A reading without a grant has no place in the grant order (it may have been read
       -- upstream before calls already counted): it may lower the pool, never raise it.
-      if sets then
+      if g_ledger > 0 and gl >= s.applied then
         s.pool = math.max(0, math.min(left, s.limit))
         s.applied = gl
       else

@@ -10,10 +10,10 @@ impl RedisQuota {
     /// their reservations return to the pool now. Call it before the process exits.
     ///
     /// A process that exits without it gives its reservations back only after its lease
-    /// TTL, and, in [`OnLoss::Degraded`](crate::OnLoss::Degraded) mode, only once a later
-    /// response's headers can count what it may have spent (a call granted a call bound
-    /// after its lease ran out), else when the window ends: its holder may have been cut off
-    /// from Redis and spending it. Every crash or kill costs that; a clean exit need not.
+    /// TTL, and, in [`OnLoss::Degraded`](crate::OnLoss::Degraded) mode, not before its
+    /// quota window ends: its holder may have been cut off from Redis and spending it, so
+    /// the reservation is held until the holder reports. Every crash or kill costs that; a
+    /// clean exit need not.
     ///
     /// Returns [`Settled::Applied`] once every lease is given up (or had already ended), and
     /// [`Settled::Local`] if Redis could not be reached for some of them: those gave nothing
@@ -27,7 +27,7 @@ impl RedisQuota {
     /// let _core = redis.resource("core", QuotaSpec::github()).await?;
     /// // ... the process's work ...
     /// if redis.shutdown().await? == Settled::Local {
-    ///     eprintln!("Redis unreachable: the reservations stay held for now");
+    ///     eprintln!("Redis unreachable: the reservations stay held until the window ends");
     /// }
     /// # Ok(()) }
     /// ```
