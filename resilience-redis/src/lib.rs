@@ -49,7 +49,14 @@
 //!   reservations. A reading taken for an older grant, or with no grant at all (it may
 //!   have been read before calls already counted), may lower the pool but never raise
 //!   it. A grant counts as in flight until it is observed or released, or for
-//!   [`RedisQuotaConfig::call_bound`] (30 s by default) if nobody settles it.
+//!   [`RedisQuotaConfig::call_bound`] (30 s by default) if nobody settles it; so does
+//!   spending reported without a grant (the express lane's, offline).
+//! - **Window ends.** A window ends at its reset: the first grant's time plus the window,
+//!   or a reset header's, a later one whatever the difference (upstream's window began at
+//!   its first call's arrival, and its header is rounded up to the second), an earlier one
+//!   past 2 s. A new window starts less the calls still in flight: upstream counts a call
+//!   by its arrival, so one granted a moment before the reset may count in the new window.
+//!   Observe (or release) every grant, so that only calls really on their way are counted.
 //! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
 //!   paid from this process's reservation with no round trip, and reported with the next
 //!   call of any kind. It opens once the window is under way (its first grant by any

@@ -477,7 +477,11 @@ if s.reset_at > 0 and now >= s.reset_at then
       kept = kept + h
     end
   end
-  s.pool, s.held = s.limit - kept, kept
+  -- Calls granted in the old window and not yet settled may reach upstream after its reset,
+  -- and count in this window there: out of its pool until a reading counts them (a call
+  -- granted a moment before the reset, the herd woken at it taking the whole pool, was one
+  -- too many).
+  s.pool, s.held = math.max(0, s.limit - kept - in_flight()), kept
   publish()
 end
 if s.recover_until > 0 and now >= s.recover_until then s.recover_until = 0 end

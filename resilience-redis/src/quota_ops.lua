@@ -193,7 +193,12 @@ elseif op == 'obs' then
     status = 3
   elseif gwin == s.win and not (h_reset > 0 and h_reset <= now) then
     if h_limit > 0 then s.limit = h_limit end
-    if h_reset > 0 and math.abs(h_reset - s.reset_at) > 2000 then
+    -- A later reset is always taken: upstream's window began at its first call's arrival,
+    -- after this one's first grant, and its header (whole seconds) is late by that and the
+    -- rounding. Kept (within 2 s, as it was), the window rolled here while upstream's had
+    -- up to 2 s to go, and what was granted then was spent in the old, spent window. An
+    -- earlier one only past 2 s (the rounding of an unmoved reset).
+    if h_reset > s.reset_at or (h_reset > 0 and s.reset_at - h_reset > 2000) then
       -- Earlier than a holder may have been told (a window from its last call, if none
       -- was anchored then): see what is kept held at a new window.
       local told = (s.reset_at > 0) and s.reset_at or (now + s.window)

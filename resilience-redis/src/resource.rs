@@ -49,6 +49,9 @@ impl SharedQuota {
     /// On a resource with shared rules ([`QuotaSpec::shared_pacing`](crate::QuotaSpec::shared_pacing))
     /// this counts as a read of one point with no endpoint: use
     /// [`try_acquire_request`](Self::try_acquire_request) to say what the call is.
+    ///
+    /// It always asks Redis: the express lane serves [`acquire`](Self::acquire) and
+    /// [`acquire_within`](Self::acquire_within) only.
     pub async fn try_acquire(
         &self,
         cost: u32,

@@ -163,9 +163,11 @@ async fn g7_express_spending_reported_after_an_earlier_reset_counts_in_the_new_w
     // a's next call carries the report to a server that has rolled the window.
     let after = a.snapshot().await.expect("snapshot");
     assert_ne!(after.window, window, "the window rolled: {after:?}");
+    // (Less the two grants of `express_ready`, never settled: still on their way at the
+    // roll, they count in the new window too.)
     assert_eq!(
         after.pool + after.reserved_total + after.held,
-        1_000 - 6,
+        1_000 - 6 - 2,
         "the six count in the new window: {after:?}"
     );
 }
