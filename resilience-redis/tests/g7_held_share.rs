@@ -45,6 +45,44 @@ async fn drain(b: &SharedQuota) -> u64 {
     }
 }
 
+/// A holder `a` (half the pool reserved, degraded mode) behind a proxy, just cut off from
+/// Redis, and `b` with no reservation; the calls sent upstream so far (a's one anchor).
+struct Holder {
+    proxy: Proxy,
+    _ra: RedisQuota,
+    _rb: RedisQuota,
+    a: SharedQuota,
+    b: SharedQuota,
+    used: u64,
+    share: u64,
+}
+
+async fn holder_cut_off(srv: &common::server::RedisServer, p: &str, ttl: Duration) -> Holder {
+    let proxy = Proxy::start(&srv.url).await;
+    let (ra, a) = node(
+        cfg(&proxy.url, p, "a")
+            .reserve_share_permille(500)
+            .lease_ttl(ttl),
+    )
+    .await;
+    let (rb, b) = node(cfg(&srv.url, p, "b").reserve_share_permille(0)).await;
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
+    a.observe(Some(g), &reading(1)).await.expect("observe");
+    let share = a.snapshot().await.expect("snapshot").reserved;
+    assert!(share >= 10, "{share}");
+    proxy.cut();
+    let _ = a.try_acquire(1, Priority::P1).await; // notices the loss
+    Holder {
+        proxy,
+        _ra: ra,
+        _rb: rb,
+        a,
+        b,
+        used: 1,
+        share,
+    }
+}
+
 /// A cost-0 grant (a conditional request) a call bound after the holder's lease ran out; a
 /// slower response of an earlier grant at the same ledger position, read upstream before
 /// the holder's offline calls landed, comes back after it.
@@ -52,23 +90,15 @@ async fn drain(b: &SharedQuota) -> u64 {
 async fn g7_g5_a_held_share_outlives_a_late_reading_and_a_stale_one_after_it() {
     let Some(srv) = server() else { return };
     let p = prefix("held-stale-reading");
-    let proxy = Proxy::start(&srv.url).await;
-    let (_ra, a) = node(
-        cfg(&proxy.url, &p, "a")
-            .reserve_share_permille(500)
-            .lease_ttl(MS(600)),
-    )
-    .await;
-    let (_rb, b) = node(cfg(&srv.url, &p, "b").reserve_share_permille(0)).await;
-    let mut used = 0;
-    let g = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
-    used += 1;
-    a.observe(Some(g), &reading(used)).await.expect("observe");
-    let share = a.snapshot().await.expect("snapshot").reserved;
-    assert!(share >= 10, "{share}");
-    proxy.cut();
-    let _ = a.try_acquire(1, Priority::P1).await; // notices the loss
-                                                  // a spends all it can of its share offline before its own deadline.
+    let Holder {
+        proxy: _proxy,
+        a,
+        b,
+        mut used,
+        share,
+        ..
+    } = holder_cut_off(&srv, &p, MS(600)).await;
+    // a spends all it can of its share offline before its own deadline.
     let mut offline = 0;
     let t = std::time::Instant::now();
     while t.elapsed() < MS(300) {
@@ -134,22 +164,14 @@ fn clock_ahead_for_lease(srv: &common::server::RedisServer, p: &str, node: &str,
 async fn g7_g5_a_redis_clock_stepped_ahead_does_not_free_the_share_of_a_holder_still_spending() {
     let Some(srv) = server() else { return };
     let p = prefix("held-clock-ahead");
-    let proxy = Proxy::start(&srv.url).await;
-    let (_ra, a) = node(
-        cfg(&proxy.url, &p, "a")
-            .reserve_share_permille(500)
-            .lease_ttl(MS(4_000)),
-    )
-    .await;
-    let (_rb, b) = node(cfg(&srv.url, &p, "b").reserve_share_permille(0)).await;
-    let mut used = 0;
-    let g = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
-    used += 1;
-    a.observe(Some(g), &reading(used)).await.expect("observe");
-    let share = a.snapshot().await.expect("snapshot").reserved;
-    assert!(share >= 10, "{share}");
-    proxy.cut();
-    let _ = a.try_acquire(1, Priority::P1).await; // notices the loss
+    let Holder {
+        proxy: _proxy,
+        a,
+        b,
+        mut used,
+        share,
+        ..
+    } = holder_cut_off(&srv, &p, MS(4_000)).await;
     let mut offline = 0;
     for _ in 0..5 {
         if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
