@@ -15,7 +15,9 @@ pub enum OnLoss {
     FailClosed,
     /// Spend this process's reservation: a share of the quota set aside for it in Redis while
     /// it was connected (so no other process can have been granted it), until its lease would
-    /// have expired or the window ends, whichever comes first; then refuse. Logged once per
+    /// have expired or a call bound before the window ends (a call sent later may reach
+    /// upstream in the next window, which the server gives out not knowing of it), whichever
+    /// comes first; then refuse. Logged once per
     /// outage; the process rejoins (and reports what it spent) when Redis returns.
     #[default]
     Degraded,

@@ -56,7 +56,10 @@
 //!   its first call's arrival, and its header is rounded up to the second), an earlier one
 //!   past 2 s. A new window starts less the calls still in flight: upstream counts a call
 //!   by its arrival, so one granted a moment before the reset may count in the new window.
-//!   Observe (or release) every grant, so that only calls really on their way are counted.
+//!   Such a window is anchored at once, ending a window after the last of them may have
+//!   arrived (a call bound), and stays that much smaller until a reading of one of its own
+//!   grants counts them. Observe (or release) every grant, so that only calls really on
+//!   their way are counted.
 //! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
 //!   paid from this process's reservation with no round trip, and reported with the next
 //!   call of any kind. It opens once the window is under way (its first grant by any
@@ -132,7 +135,9 @@
 //!   quota that Redis set aside for it alone, so nobody else can have been granted it — until
 //!   its lease would have expired (measured on its own boot clock, which keeps counting
 //!   through a suspend ([`BootClock`](resilience_core::clock::BootClock)), from when the last
-//!   renewal was *sent*, less a margin) or the window ends; then it refuses. A rate limit
+//!   renewal was *sent*, less a margin) or a [`RedisQuotaConfig::call_bound`] before the
+//!   window ends (a call sent later may reach upstream in the next window); then it
+//!   refuses. A rate limit
 //!   it observes meanwhile blocks it alone, with the same G6 doubling of hintless
 //!   secondary limits, counted on those it saw itself. It logs the outage once. A background task reconnects; before any other call uses the new
 //!   connection, it rejoins every resource and reports what it spent offline.

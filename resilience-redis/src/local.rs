@@ -396,7 +396,18 @@ impl Local {
     }
 
     /// Spends `cost` of the reservation without Redis; returns the offline generation.
-    pub fn offline_acquire(&mut self, cost: u32, now: Duration) -> Result<u64, OfflineRefusal> {
+    /// Not within the window's last `call_bound`: such a call may reach upstream after the
+    /// reset and count in the next window, which the server, not hearing of it, gives out
+    /// whole (it counts the calls it granted that are still on their way, not these).
+    pub fn offline_acquire(
+        &mut self,
+        cost: u32,
+        now: Duration,
+        call_bound: Duration,
+    ) -> Result<u64, OfflineRefusal> {
+        if now + call_bound >= self.window_until {
+            return Err(OfflineRefusal::NoShare);
+        }
         let share = self.reserved();
         self.spend(cost, now, share)
     }

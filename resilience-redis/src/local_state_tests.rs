@@ -144,7 +144,7 @@ fn g7_a_lease_of_the_lost_state_is_named_as_lost_until_a_new_one() {
         "nothing of the lost lease is left to spend"
     );
     assert_eq!(
-        l.offline_acquire(1, Duration::from_secs(1)),
+        l.offline_acquire(1, Duration::from_secs(1), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
     l.apply(&reply(B, 101, 90, 5, 29), call(3, B, LOST_LEASE), 0, MARGIN);

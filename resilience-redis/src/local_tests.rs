@@ -107,7 +107,7 @@ fn g7_a_refusal_ending_a_newer_lease_keeps_it_ended_and_names_it() {
     l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN);
     assert_eq!(l.reserved(), 0);
     assert!(l.express_acquire(1, clock.now(), 8).is_none());
-    assert!(l.offline_acquire(1, clock.now()).is_err());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_err());
     assert_eq!(l.view(0).epoch, 6);
 }
 
@@ -118,7 +118,8 @@ fn g7_a_fenced_calls_report_is_reported_again() {
     let clock = ManualClock::new();
     let mut l = Local::default();
     l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
-    l.offline_acquire(4, clock.now()).expect("offline");
+    l.offline_acquire(4, clock.now(), Duration::ZERO)
+        .expect("offline");
     let report = l.take_report();
     assert_eq!(report, 4);
     let fenced = Reply {
@@ -271,16 +272,16 @@ fn g7_a_leave_whose_reply_was_lost_leaves_nothing_to_spend_offline() {
     let clock = ManualClock::new();
     let mut l = Local::default();
     l.apply(&reply(10, 5, 20), at(&clock, 1), 0, MARGIN);
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
     // The leave went out and Redis was lost before its reply: the server may already
     // have put the whole reservation back in the pool.
     l.start_leaving();
     assert_eq!(
-        l.offline_acquire(1, clock.now()),
+        l.offline_acquire(1, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
     l.apply(&reply(12, 6, 20), at(&clock, 1), 0, MARGIN); // rejoined: a new lease
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
 }
 
 #[test]
@@ -292,14 +293,14 @@ fn g7_a_leave_settled_without_ending_the_lease_gives_it_back() {
     l.leave_sent(1);
     // A reply on the leave's connection may predate it: still leaving.
     l.apply(&reply(11, 5, 20), at(&clock, 1), 0, MARGIN);
-    assert!(l.offline_acquire(1, clock.now()).is_err());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_err());
     // That connection is closed; a newer one still names the lease: the leave never ran.
     l.apply(&reply(12, 5, 20), at(&clock, 2), 0, MARGIN);
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
     // A leave that could not be sent at all gives nothing up either.
     l.start_leaving();
     l.leave_unsent();
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
 }
 
 #[test]
@@ -310,15 +311,15 @@ fn g7_offline_share_stops_at_the_lease_deadline_measured_from_sending() {
     clock.advance(Duration::from_secs(1)); // a slow reply: the deadline still counts from sending
     l.apply(&reply(10, 5, 3), sent, 0, MARGIN);
     assert_eq!(l.offline_until(), TTL - MARGIN);
-    assert!(l.offline_acquire(2, clock.now()).is_ok());
+    assert!(l.offline_acquire(2, clock.now(), Duration::ZERO).is_ok());
     assert_eq!(l.reserved(), 1);
     assert_eq!(
-        l.offline_acquire(2, clock.now()),
+        l.offline_acquire(2, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
     clock.advance_to(TTL - MARGIN);
     assert_eq!(
-        l.offline_acquire(1, clock.now()),
+        l.offline_acquire(1, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
 }
@@ -331,10 +332,10 @@ fn g7_offline_share_ends_with_its_window() {
     r.reset_at_ms = r.now_ms + 2_000; // the window resets in 2 s, before the lease
     l.apply(&r, at(&clock, 1), 0, MARGIN);
     clock.advance(Duration::from_millis(1_999));
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
     clock.advance(Duration::from_millis(1));
     assert_eq!(
-        l.offline_acquire(1, clock.now()),
+        l.offline_acquire(1, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
 }
@@ -368,8 +369,12 @@ fn g7_offline_spending_is_netted_until_reported_and_released_only_before() {
     let clock = ManualClock::new();
     let mut l = Local::default();
     l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
-    let g1 = l.offline_acquire(3, clock.now()).expect("share");
-    let _g2 = l.offline_acquire(2, clock.now()).expect("share");
+    let g1 = l
+        .offline_acquire(3, clock.now(), Duration::ZERO)
+        .expect("share");
+    let _g2 = l
+        .offline_acquire(2, clock.now(), Duration::ZERO)
+        .expect("share");
     l.offline_release(2, g1, 7);
     assert_eq!(l.offline_unreported, 3);
     let report = l.take_report();
@@ -390,7 +395,9 @@ fn g7_a_failed_report_is_reported_again_and_stays_netted() {
     let clock = ManualClock::new();
     let mut l = Local::default();
     l.apply(&reply(10, 5, 10), at(&clock, 1), 0, MARGIN);
-    let g = l.offline_acquire(4, clock.now()).expect("share");
+    let g = l
+        .offline_acquire(4, clock.now(), Duration::ZERO)
+        .expect("share");
     let x = l.take_report();
     assert_eq!((x, l.reserved()), (4, 6));
     l.unreport(x);
@@ -414,12 +421,12 @@ fn g7_fenced_or_new_epoch_drops_the_old_reservation() {
     l.apply(&fenced, at(&clock, 1), 0, MARGIN);
     assert_eq!(l.reserved(), 0);
     assert_eq!(
-        l.offline_acquire(1, clock.now()),
+        l.offline_acquire(1, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
     l.apply(&reply(11, 6, 2), at(&clock, 1), 0, MARGIN);
     assert_eq!((l.epoch, l.reserved()), (6, 2));
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
 }
 
 #[test]
@@ -440,11 +447,11 @@ fn g7_offline_block_counts_from_receipt() {
         MARGIN,
     );
     assert_eq!(
-        l.offline_acquire(1, clock.now()),
+        l.offline_acquire(1, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::Blocked(Duration::from_secs(1)))
     );
     clock.advance(Duration::from_secs(1));
-    assert!(l.offline_acquire(1, clock.now()).is_ok());
+    assert!(l.offline_acquire(1, clock.now(), Duration::ZERO).is_ok());
 }
 
 /// An acquire in flight may yet be paid from the reservation (and its reply be used after
@@ -460,7 +467,7 @@ fn g7_an_acquire_in_flight_is_kept_out_of_the_offline_share_until_answered() {
     l.ask_sent(5);
     assert_eq!(l.reserved(), 15);
     assert_eq!(
-        l.offline_acquire(16, clock.now()),
+        l.offline_acquire(16, clock.now(), Duration::ZERO),
         Err(OfflineRefusal::NoShare)
     );
     assert!(l.express_acquire(16, clock.now(), 20).is_some());
@@ -523,7 +530,7 @@ fn g7_a_reservation_of_a_window_that_has_ended_is_void() {
         l.apply(second, at(&clock, 1), 0, MARGIN);
         assert_eq!((l.window, l.view(0).ops, l.view(0).epoch), (8, 13, 6));
         assert_eq!(l.reserved(), 0, "stale first: {stale_first}");
-        assert!(l.offline_acquire(20, clock.now()).is_err());
+        assert!(l.offline_acquire(20, clock.now(), Duration::ZERO).is_err());
         // The next reply about the lease, of the new window, is spendable again.
         l.apply(
             &Reply {
@@ -549,4 +556,26 @@ fn g7_a_leaving_process_reports_no_reservation_to_keep() {
     assert_eq!(l.view(0).local_reserved, 20);
     l.start_leaving();
     assert_eq!(l.view(0).local_reserved, 0);
+}
+
+/// A call sent offline in the window's last call bound may reach upstream after the reset,
+/// and count in the next window, which the server, not hearing of it, gives out whole (29 of
+/// 20 with it allowed): offline spending stops a call bound before the window ends.
+#[test]
+fn g7_offline_share_stops_a_call_bound_before_the_window_ends() {
+    let clock = ManualClock::new();
+    let mut l = Local::default();
+    let long_lease = Reply {
+        lease_left_ms: 120_000,
+        ..reply(10, 5, 20)
+    };
+    l.apply(&long_lease, at(&clock, 1), 0, MARGIN); // the window ends in 30 s
+    let bound = Duration::from_secs(5);
+    clock.advance(Duration::from_secs(24));
+    assert!(l.offline_acquire(1, clock.now(), bound).is_ok());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(
+        l.offline_acquire(1, clock.now(), bound),
+        Err(OfflineRefusal::NoShare)
+    );
 }

@@ -481,7 +481,12 @@ if s.reset_at > 0 and now >= s.reset_at then
   -- and count in this window there: out of its pool until a reading counts them (a call
   -- granted a moment before the reset, the herd woken at it taking the whole pool, was one
   -- too many).
-  s.pool, s.held = math.max(0, s.limit - kept - in_flight()), kept
+  local flying = in_flight()
+  s.pool, s.held = math.max(0, s.limit - kept - flying), kept
+  -- Then the window is anchored now, not at its first grant: a pool they emptied would
+  -- grant nothing, and never end (as it was). It ends no earlier than upstream's may,
+  -- begun by the last of them to arrive (within a call bound).
+  if flying > 0 then s.reset_at = now + 5 * s.slot_ms + s.window end
   publish()
 end
 if s.recover_until > 0 and now >= s.recover_until then s.recover_until = 0 end

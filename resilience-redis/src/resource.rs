@@ -568,7 +568,7 @@ impl SharedQuota {
         }
         let now = self.inner.clock.now();
         let mut l = self.state.local.lock();
-        match l.offline_acquire(cost, now) {
+        match l.offline_acquire(cost, now, self.inner.cfg.call_bound) {
             Ok(generation) => Ok(QuotaDecision::Go(
                 self.reserve_grant(&l, cost, generation, false),
             )),

@@ -4,10 +4,11 @@
 
 mod common;
 
-use common::node::{cfg, go, unix_now, MS};
+use common::node::{cfg, go, quota, unix_now, MS};
+use common::proxy::Proxy;
 use common::server::{prefix, server};
 use resilience_core::governor::{Observation, Priority};
-use resilience_redis::{QuotaDecision, QuotaSpec, RedisQuota, SharedQuota};
+use resilience_redis::{LinkState, QuotaDecision, QuotaSpec, RedisQuota, SharedQuota};
 use std::time::{Duration, Instant};
 
 async fn node(p: &str, limit: u64, window: Duration, url: &str) -> SharedQuota {
@@ -81,4 +82,110 @@ async fn g7_a_call_still_on_its_way_at_the_roll_counts_in_the_new_window() {
         "the call on its way counts in the new window"
     );
     drop(late); // it arrives upstream now
+}
+
+/// The whole window granted at once, its responses observed just after the reset: the roll
+/// counts them all on their way, and the new window's pool is empty. Left unanchored (as it
+/// was: only a grant anchored a window), it granted nothing, ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_window_emptied_at_the_roll_by_calls_on_their_way_still_ends() {
+    let Some(srv) = server() else { return };
+    let limit = 5;
+    let c = cfg(&srv.url, &prefix("roll-emptied"), "a")
+        .reserve_share_permille(0)
+        .express(None, 1)
+        .call_bound(MS(2_000));
+    let r = RedisQuota::connect(c).await.expect("connect");
+    let q = r
+        .resource("core", QuotaSpec::new(limit, MS(1_000)))
+        .await
+        .expect("resource");
+    let first = Instant::now();
+    let mut grants = Vec::new();
+    for _ in 0..limit {
+        grants.push(go(q.try_acquire(1, Priority::P1).await.expect("acquire")));
+    }
+    tokio::time::sleep((first + MS(1_100)).saturating_duration_since(Instant::now())).await;
+    for g in grants {
+        q.observe(Some(g), &Observation::new(200))
+            .await
+            .expect("observe");
+    }
+    let s = q.snapshot().await.expect("snapshot");
+    assert_eq!(s.pool, 0, "all five on their way at the roll: {s:?}");
+    // It ends no earlier than a window after the last of them may arrive (2.5 s): a grant
+    // within 6 s.
+    let until = Instant::now() + MS(6_000);
+    loop {
+        if let QuotaDecision::Go(_) = q.try_acquire(1, Priority::P1).await.expect("acquire") {
+            break;
+        }
+        assert!(Instant::now() < until, "no grant for 6 s after the roll");
+        tokio::time::sleep(MS(250)).await;
+    }
+}
+
+/// A process cut off just before the reset spends its reservation offline; its calls may
+/// reach upstream after the reset and count in the new window, which the server, not hearing
+/// of them, gives out whole (29 of 20). Offline spending stops a call bound (here 30 s,
+/// the whole window) before the window ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_offline_spending_just_before_the_reset_does_not_land_in_the_next_window() {
+    let Some(srv) = server() else { return };
+    let p = prefix("offline-at-reset");
+    let limit = 20;
+    let proxy = Proxy::start(&srv.url).await;
+    let a_cfg = cfg(&proxy.url, &p, "a")
+        .reserve_share_permille(500)
+        .lease_ttl(MS(10_000))
+        .express(None, 1);
+    let (ra, a) = quota(a_cfg, limit, MS(2_000)).await;
+    let b_cfg = cfg(&srv.url, &p, "b").reserve_share_permille(0);
+    let (_rb, b) = quota(b_cfg, limit, MS(2_000)).await;
+    let t0 = Instant::now();
+    let g = go(b.try_acquire(1, Priority::P1).await.expect("anchor")); // reset: t0 + 2 s
+    b.observe(Some(g), &Observation::new(200))
+        .await
+        .expect("observe");
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    a.observe(Some(g), &Observation::new(200))
+        .await
+        .expect("observe");
+    let reserved = a.snapshot().await.expect("snapshot").reserved;
+    assert!(reserved > 0);
+    tokio::time::sleep((t0 + MS(1_700)).saturating_duration_since(Instant::now())).await;
+    proxy.cut();
+    let mut offline = 0;
+    while Instant::now() < t0 + MS(1_950) && offline < reserved {
+        match a.try_acquire(1, Priority::P1).await {
+            Ok(QuotaDecision::Go(g)) if g.is_offline() => offline += 1,
+            _ => tokio::time::sleep(MS(20)).await,
+        }
+    }
+    assert_eq!(ra.link_state(), LinkState::Degraded);
+    // Those calls reach upstream after the reset (the test's worst case); b drains the new
+    // window, before and after a's report.
+    tokio::time::sleep((t0 + MS(2_100)).saturating_duration_since(Instant::now())).await;
+    let new = drain(&b).await;
+    proxy.restore();
+    tokio::time::sleep(MS(500)).await;
+    let _ = a.snapshot().await;
+    let more = drain(&b).await;
+    assert!(
+        new + more + offline <= limit,
+        "{new} + {more} granted and {offline} sent offline in a window of {limit}"
+    );
+}
+
+/// Grants `q` until refused, observing each; how many.
+async fn drain(q: &SharedQuota) -> u64 {
+    let mut n = 0;
+    while let Ok(QuotaDecision::Go(g)) = q.try_acquire(1, Priority::P1).await {
+        n += 1;
+        assert!(n < 1000);
+        q.observe(Some(g), &Observation::new(200))
+            .await
+            .expect("observe");
+    }
+    n
 }
