@@ -70,7 +70,10 @@ async fn g7_a_call_still_on_its_way_at_the_roll_counts_in_the_new_window() {
     tokio::time::sleep((first + MS(850)).saturating_duration_since(Instant::now())).await;
     let late = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
     tokio::time::sleep((first + MS(1_100)).saturating_duration_since(Instant::now())).await;
-    // The new window: the herd takes all it can before any of its responses.
+    // The new window: one less, and (with a pool to grant from) anchored at its first grant.
+    let s = q.snapshot().await.expect("snapshot");
+    assert_eq!((s.pool, s.reset_in), (limit - 1, None), "{s:?}");
+    // The herd takes all it can before any of its responses.
     let mut herd = 0;
     while let QuotaDecision::Go(_) = q.try_acquire(1, Priority::P1).await.expect("acquire") {
         herd += 1;
