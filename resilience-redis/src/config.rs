@@ -117,6 +117,10 @@ pub struct RedisQuotaConfig {
     /// The longest call bound of the processes sharing the resource counts for all of them
     /// (the script's in-flight slots widen to it), so processes configured differently still
     /// count alike, and no call stops counting while still within its own process's bound.
+    /// A window also starts less what is still counted this way (upstream counts a call
+    /// when it arrives), so give a resource whose window is shorter than this bound a bound
+    /// no longer than its window: else an unsettled grant is taken from every window it
+    /// spans. Degraded mode stops spending offline this long before a window ends.
     pub call_bound: Duration,
 }
 
