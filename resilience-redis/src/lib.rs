@@ -57,8 +57,8 @@
 //!   past 2 s. A new window starts less the calls still in flight: upstream counts a call
 //!   by its arrival, so one granted a moment before the reset may count in the new window.
 //!   It stays that much smaller until a reading of one of its own grants counts them; one
-//!   they emptied is anchored at once, to end a window after the last of them may have
-//!   arrived (a call bound later). Observe (or release) every grant, so that only calls really on
+//!   left too small for an ask is anchored at that ask, to end a window after the last of
+//!   them may have arrived (a call bound later). Observe (or release) every grant, so that only calls really on
 //!   their way are counted.
 //! - **The express lane.** A P0 acquire (the bound is [`RedisQuotaConfig::express`]) is
 //!   paid from this process's reservation with no round trip, and reported with the next

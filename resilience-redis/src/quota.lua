@@ -481,14 +481,8 @@ if s.reset_at > 0 and now >= s.reset_at then
   -- and count in this window there: out of its pool until a reading counts them (a call
   -- granted a moment before the reset, the herd woken at it taking the whole pool, was one
   -- too many).
-  local flying = in_flight()
-  s.pool, s.held = math.max(0, s.limit - kept - flying), kept
-  -- A pool they emptied grants nothing, so no grant would anchor the window, and it would
-  -- never end (as it was): it is anchored now, to end no earlier than upstream's may, begun
-  -- by the last of them to arrive (within a call bound). (A pool left to grant from is
-  -- anchored at its first grant, as ever: an anchor a call bound late would be moved
-  -- earlier by the first reset header, and the holders told the later one held back.)
-  if flying > 0 and s.pool == 0 then s.reset_at = now + 5 * s.slot_ms + s.window end
+  -- (A pool too small for the asks is anchored at its first refusal: quota_ops.lua.)
+  s.pool, s.held = math.max(0, s.limit - kept - in_flight()), kept
   publish()
 end
 if s.recover_until > 0 and now >= s.recover_until then s.recover_until = 0 end

@@ -84,7 +84,14 @@ elseif op == 'acq' then
       status, reason, wait = 2, 3, s.recover_until - now
     else
       status, reason = 2, 2
-      wait = (s.reset_at > 0) and (s.reset_at - now) or s.window
+      -- A window no grant has anchored, too small for this ask (calls of the old one still
+      -- on their way, held shares, took it at the roll): no grant would ever anchor it, and
+      -- it would never end (as it was). Anchored now, to end no earlier than upstream's
+      -- may, begun by the last of those calls to arrive (within a call bound). (Anchored at
+      -- every roll instead, a call bound late, the first reset header moved every window
+      -- earlier, and the live leases' reservations were carried as held into the next.)
+      if s.reset_at == 0 then s.reset_at = now + 5 * s.slot_ms + s.window end
+      wait = s.reset_at - now
       s.starved = 1
     end
     if status == 1 then

@@ -87,14 +87,15 @@ async fn g7_a_call_still_on_its_way_at_the_roll_counts_in_the_new_window() {
     drop(late); // it arrives upstream now
 }
 
-/// The whole window granted at once, its responses observed just after the reset: the roll
-/// counts them all on their way, and the new window's pool is empty. Left unanchored (as it
-/// was: only a grant anchored a window), it granted nothing, ever.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_a_window_emptied_at_the_roll_by_calls_on_their_way_still_ends() {
+/// Grants of the whole window (`on_way` of them still on their way at the roll, the rest
+/// observed before it), then asks of `cost` after the reset: the new window's pool is too
+/// small for them. Left unanchored (as it was: only a grant anchored a window), it granted
+/// nothing, ever; anchored at the first refusal, it ends no earlier than a window after the
+/// last of them may arrive (2.5 s), and the next one grants within 6 s.
+async fn window_left_too_small_still_ends(p: &str, on_way: u64, cost: u32) {
     let Some(srv) = server() else { return };
     let limit = 5;
-    let c = cfg(&srv.url, &prefix("roll-emptied"), "a")
+    let c = cfg(&srv.url, &prefix(p), "a")
         .reserve_share_permille(0)
         .express(None, 1)
         .call_bound(MS(2_000));
@@ -105,8 +106,15 @@ async fn g7_a_window_emptied_at_the_roll_by_calls_on_their_way_still_ends() {
         .expect("resource");
     let first = Instant::now();
     let mut grants = Vec::new();
-    for _ in 0..limit {
-        grants.push(go(q.try_acquire(1, Priority::P1).await.expect("acquire")));
+    for i in 0..limit {
+        let g = go(q.try_acquire(1, Priority::P1).await.expect("acquire"));
+        if i < limit - on_way {
+            q.observe(Some(g), &Observation::new(200))
+                .await
+                .expect("observe");
+        } else {
+            grants.push(g);
+        }
     }
     tokio::time::sleep((first + MS(1_100)).saturating_duration_since(Instant::now())).await;
     for g in grants {
@@ -115,17 +123,28 @@ async fn g7_a_window_emptied_at_the_roll_by_calls_on_their_way_still_ends() {
             .expect("observe");
     }
     let s = q.snapshot().await.expect("snapshot");
-    assert_eq!(s.pool, 0, "all five on their way at the roll: {s:?}");
-    // It ends no earlier than a window after the last of them may arrive (2.5 s): a grant
-    // within 6 s.
+    assert_eq!(s.pool, limit - on_way, "on their way at the roll: {s:?}");
     let until = Instant::now() + MS(6_000);
     loop {
-        if let QuotaDecision::Go(_) = q.try_acquire(1, Priority::P1).await.expect("acquire") {
+        if let QuotaDecision::Go(_) = q.try_acquire(cost, Priority::P1).await.expect("acquire") {
             break;
         }
-        assert!(Instant::now() < until, "no grant for 6 s after the roll");
+        assert!(
+            Instant::now() < until,
+            "no grant of {cost} for 6 s after the roll"
+        );
         tokio::time::sleep(MS(250)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_window_emptied_at_the_roll_by_calls_on_their_way_still_ends() {
+    window_left_too_small_still_ends("roll-emptied", 5, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_window_left_too_small_for_every_ask_at_the_roll_still_ends() {
+    window_left_too_small_still_ends("roll-too-small", 4, 2).await;
 }
 
 /// A process cut off just before the reset spends its reservation offline; its calls may
