@@ -120,7 +120,8 @@ pub struct RedisQuotaConfig {
     /// A window also starts less what is still counted this way (upstream counts a call
     /// when it arrives), so give a resource whose window is shorter than this bound a bound
     /// no longer than its window: else an unsettled grant is taken from every window it
-    /// spans. Degraded mode stops spending offline this long before a window ends.
+    /// spans. Degraded mode stops spending offline this long before a window ends (with a
+    /// bound as long as the window, it never spends offline).
     pub call_bound: Duration,
 }
 
