@@ -1,5 +1,6 @@
 //! [`RedisQuotaError`] and the URL form safe to show.
 
+use crate::grant::QuotaWaitReason;
 use resilience_core::ResilienceError;
 use std::fmt;
 use std::time::Duration;
@@ -64,6 +65,8 @@ pub enum RedisQuotaError {
         resource: String,
         /// How long the wait would have been at least.
         wait: Duration,
+        /// Why it waits.
+        reason: QuotaWaitReason,
     },
     /// A setting is invalid.
     Config {
@@ -116,10 +119,15 @@ impl fmt::Display for RedisQuotaError {
                  (split it, raise the rule's limit, or ask at P0 if only the P0 headroom is \
                  missing)"
             ),
-            Self::WaitTooLong { resource, wait } => write!(
+            Self::WaitTooLong {
+                resource,
+                wait,
+                reason,
+            } => write!(
                 f,
-                "`{resource}`: the wait ({:.3}s) exceeds the caller's bound",
-                wait.as_secs_f64()
+                "`{resource}`: the wait ({:.3}s: {}) exceeds the caller's bound",
+                wait.as_secs_f64(),
+                why(*reason)
             ),
             Self::Config { field, reason } => {
                 write!(
@@ -211,6 +219,19 @@ impl From<RedisQuotaError> for ResilienceError {
     }
 }
 
+/// A wait's reason, as a clause of an error message.
+fn why(reason: QuotaWaitReason) -> &'static str {
+    match reason {
+        QuotaWaitReason::Blocked => "blocked after a rate limit",
+        QuotaWaitReason::Exhausted => "the window's quota is spent until its reset",
+        QuotaWaitReason::Recovering => "the quota is being rebuilt after Redis lost its data",
+        QuotaWaitReason::Yielding => "a higher priority waiting in some process goes first",
+        QuotaWaitReason::Paced => "a shared pacing rule is full",
+        QuotaWaitReason::InFlight => "the shared concurrency cap is reached",
+        QuotaWaitReason::Sequential => "one call at a time after a cascade of rate limits",
+    }
+}
+
 /// `url` without its password (and without anything unparsable after the scheme).
 pub fn safe_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -278,6 +299,20 @@ pub(crate) fn connect_reason(e: &redis::RedisError, parsing: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g7_a_wait_too_long_says_why_it_waits() {
+        let e = RedisQuotaError::WaitTooLong {
+            resource: "core".into(),
+            wait: Duration::from_millis(59_800),
+            reason: QuotaWaitReason::Exhausted,
+        };
+        assert_eq!(
+            e.to_string(),
+            "`core`: the wait (59.800s: the window's quota is spent until its reset) exceeds \
+             the caller's bound"
+        );
+    }
 
     #[test]
     fn g7_urls_are_shown_without_password() {

@@ -253,9 +253,9 @@ impl SharedQuota {
                             QuotaWaitReason::Blocked | QuotaWaitReason::Paced
                         ) =>
                 {
-                    return Err(self.too_long(wait.delay));
+                    return Err(self.too_long(&wait));
                 }
-                Some(max) if elapsed >= max => return Err(self.too_long(wait.delay)),
+                Some(max) if elapsed >= max => return Err(self.too_long(&wait)),
                 Some(max) => plan.sleep.min(max - elapsed),
                 None => plan.sleep,
             };
@@ -597,10 +597,11 @@ impl SharedQuota {
         Settled::Local
     }
 
-    fn too_long(&self, wait: Duration) -> RedisQuotaError {
+    fn too_long(&self, wait: &QuotaWait) -> RedisQuotaError {
         RedisQuotaError::WaitTooLong {
             resource: self.state.name.to_string(),
-            wait,
+            wait: wait.delay,
+            reason: wait.reason,
         }
     }
 }
