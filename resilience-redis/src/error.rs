@@ -127,7 +127,7 @@ impl fmt::Display for RedisQuotaError {
                 f,
                 "`{resource}`: the wait ({:.3}s: {}) exceeds the caller's bound",
                 wait.as_secs_f64(),
-                why(*reason)
+                reason
             ),
             Self::Config { field, reason } => {
                 write!(
@@ -219,19 +219,6 @@ impl From<RedisQuotaError> for ResilienceError {
     }
 }
 
-/// A wait's reason, as a clause of an error message.
-fn why(reason: QuotaWaitReason) -> &'static str {
-    match reason {
-        QuotaWaitReason::Blocked => "blocked after a rate limit",
-        QuotaWaitReason::Exhausted => "the window's quota is spent until its reset",
-        QuotaWaitReason::Recovering => "the quota is being rebuilt after Redis lost its data",
-        QuotaWaitReason::Yielding => "a higher priority waiting in some process goes first",
-        QuotaWaitReason::Paced => "a shared pacing rule is full",
-        QuotaWaitReason::InFlight => "the shared concurrency cap is reached",
-        QuotaWaitReason::Sequential => "one call at a time after a cascade of rate limits",
-    }
-}
-
 /// `url` without its password (and without anything unparsable after the scheme).
 pub fn safe_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -280,10 +267,9 @@ pub(crate) fn connect_reason(e: &redis::RedisError, parsing: bool) -> String {
         _ if e.code() == Some("NOAUTH") => {
             format!("Redis needs a password the URL does not give: {text}")
         }
-        redis::ErrorKind::AuthenticationFailed => {
-            format!("Redis refused the credentials in the URL: {text}")
-        }
-        _ if matches!(e.code(), Some("WRONGPASS" | "NOPERM")) => {
+        _ if e.kind() == redis::ErrorKind::AuthenticationFailed
+            || matches!(e.code(), Some("WRONGPASS" | "NOPERM")) =>
+        {
             format!("Redis refused the credentials in the URL: {text}")
         }
         redis::ErrorKind::Server(_) | redis::ErrorKind::Extension => {

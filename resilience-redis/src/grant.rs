@@ -1,5 +1,6 @@
 //! What the shared quota answers: grants (with their fencing epoch), waits, snapshots.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,6 +128,20 @@ pub enum QuotaWaitReason {
     /// enough agents, in any processes, were rate limited lately, so one call at a time goes,
     /// higher priorities first, and one is in flight. A settled grant wakes the waiters.
     Sequential,
+}
+
+impl fmt::Display for QuotaWaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Blocked => "blocked after a rate limit",
+            Self::Exhausted => "the window's quota is spent until its reset",
+            Self::Recovering => "the quota is being rebuilt after Redis lost its data",
+            Self::Yielding => "a higher priority waiting in some process goes first",
+            Self::Paced => "a shared pacing rule is full",
+            Self::InFlight => "the shared concurrency cap is reached",
+            Self::Sequential => "one call at a time after a cascade of rate limits",
+        })
+    }
 }
 
 /// Wait, then ask again.

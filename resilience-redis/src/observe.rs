@@ -26,11 +26,7 @@ pub(crate) fn args(
         window,
         ..ObserveArgs::default()
     };
-    if obs
-        .resource()
-        .zip(bucket)
-        .is_some_and(|(named, ours)| named != ours)
-    {
+    if obs.names_another_bucket(bucket) {
         return a;
     }
     a.limited = obs.limit_kind().is_some();

@@ -86,12 +86,7 @@ impl ResourceState {
     ) -> ObserveOutcome {
         // A response about another upstream bucket (one no resource of this governor counts)
         // says nothing of this one's quota or limits: its call is settled as paid elsewhere.
-        let bucket = self.cfg.bucket.as_deref();
-        if obs
-            .resource()
-            .zip(bucket)
-            .is_some_and(|(named, ours)| named != ours)
-        {
+        if obs.names_another_bucket(self.cfg.bucket.as_deref()) {
             if let Some(g) = grant {
                 self.settle_elsewhere(g);
             }

@@ -271,6 +271,14 @@ impl Observation {
     pub fn resource(&self) -> Option<&str> {
         self.resource.as_deref()
     }
+    /// Whether the response names a bucket other than `bucket` (a resource's
+    /// [`bucket`](crate::governor::ResourceConfig::bucket)): then its quota headers and rate
+    /// limit are about that other bucket. `false` if either is not named.
+    pub fn names_another_bucket(&self, bucket: Option<&str>) -> bool {
+        self.resource()
+            .zip(bucket)
+            .is_some_and(|(named, ours)| named != ours)
+    }
     /// `retry-after`, as sent.
     pub fn retry_after(&self) -> Option<RetryAfter> {
         self.retry_after
