@@ -81,6 +81,35 @@ fn g1_a_call_answered_without_headers_counts_as_spent() {
     assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
 }
 
+/// The server counted the first call, then the second; the second is answered first,
+/// without headers, and only then the first, read 9 before the second was counted. The
+/// reading must not undo the unread call: 8 are left, not 9.
+#[test]
+fn g1_a_reading_answered_after_an_unread_call_it_may_not_count_does_not_undo_it() {
+    let rig = Rig::new(small(10, secs(3600)));
+    let a = rig.agent("data", Priority::P0);
+    rig.call(a, &rig.ok(10, 10, 3000));
+    let first = go(rig.decide(a, &Request::read()));
+    let second = go(rig.decide(a, &Request::read()));
+    rig.made(second);
+    let _ = rig.gov.observe(first, &rig.ok(9, 10, 3000));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
+    assert_eq!(grants_left(&rig, a), 8);
+}
+
+/// An unread call settled before a call was granted had reached the server before it: that
+/// call's reading counts it, so it is not taken off again.
+#[test]
+fn g1_an_unread_call_settled_before_a_grant_is_counted_in_its_reading() {
+    let rig = Rig::new(small(10, secs(3600)));
+    let a = rig.agent("data", Priority::P0);
+    rig.call(a, &rig.ok(10, 10, 3000));
+    rig.made(go(rig.decide(a, &Request::read())));
+    let next = go(rig.decide(a, &Request::read()));
+    let _ = rig.gov.observe(next, &rig.ok(8, 10, 3000));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
+}
+
 /// A grant released unused ("the call is presumed not made") gives back its window slot,
 /// its quota and its agent's reservation.
 #[test]

@@ -15,6 +15,8 @@ mod observe;
 mod pool;
 mod queue;
 mod quota;
+#[cfg(test)]
+mod quota_tests;
 mod rules;
 mod state;
 mod time;

@@ -6,6 +6,7 @@ use super::super::observation::{LimitKind, Observation, ResetAt, RetryAfter};
 use super::super::store::{Now, ObserveOutcome, Snapshot};
 use super::breaker::Change;
 use super::notes::Note;
+use super::quota::Answering;
 use super::state::ResourceState;
 use super::time::{dur, ns, Nanos, NANOS_PER_SEC};
 use std::time::Duration;
@@ -114,6 +115,14 @@ impl ResourceState {
             obs.remaining(),
             reset_at,
             epoch,
+            grant.map(|g| Answering {
+                ledger: g.ledger(),
+                settled_unread: if answered.is_none() {
+                    u64::from(g.cost())
+                } else {
+                    0
+                },
+            }),
             answered,
             n,
             &self.cfg.traffic_light,

@@ -5,14 +5,22 @@
 //! back (each of those responses read at least as high). What it may not count yet are the
 //! calls still in flight, however their responses are ordered. So the estimate is the lowest
 //! reading less the cost in flight: responses that overtake each other never put back quota
-//! that an unanswered call is about to spend.
+//! that an unanswered call is about to spend. Nor does a reading count a call answered
+//! without one that reached the server after it: a reading comes off by every call settled
+//! unread since its own call was granted (it may have been overtaken by them), however late
+//! it is answered.
 
 use super::super::config::{AssumedQuota, TrafficLight};
 use super::super::store::Zone;
 use super::time::{ns, share_ceil, Nanos, NANOS_PER_SEC};
+use std::collections::VecDeque;
 
 /// Skew tolerated between two readings of the same `x-ratelimit-reset` (whole seconds).
 const SAME_RESET: Nanos = 2 * NANOS_PER_SEC;
+
+/// Calls settled unread kept apart (the oldest beyond count against every reading). Few in
+/// unit tests, so that their property test drops some.
+const UNREAD_KEPT: usize = if cfg!(test) { 3 } else { 32 };
 
 #[derive(Debug, Clone)]
 pub(crate) struct Quota {
@@ -32,9 +40,26 @@ pub(crate) struct Quota {
     /// The lowest reading of this window, less the cost of calls answered without one;
     /// `None` until a header is read in this window (the assumed limit stands).
     floor: Option<u64>,
+    /// The latest calls settled unread: the ledger when each was settled, and its cost.
+    /// Kept across windows: a late reading of a grant of the last window may not count one.
+    unread: VecDeque<(u64, u64)>,
+    /// The cost of the unread calls dropped from `unread` (the oldest).
+    unread_older: u64,
+    /// The ledger when this window began: a reading of no grant may not count a call
+    /// settled unread since.
+    window_ledger: u64,
     /// `remaining >= green_floor` is green; `remaining < red_floor` is red.
     green_floor: u64,
     red_floor: u64,
+}
+
+/// The grant a response answers, as a reading needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Answering {
+    /// The grant's ledger.
+    pub ledger: u64,
+    /// Its cost if it was already settled as spent unread (its call bound passed), else 0.
+    pub settled_unread: u64,
 }
 
 /// What a reading changed.
@@ -56,6 +81,9 @@ impl Quota {
             ledger: 0,
             inflight: 0,
             floor: None,
+            unread: VecDeque::new(),
+            unread_older: 0,
+            window_ledger: 0,
             green_floor: 0,
             red_floor: 0,
         };
@@ -104,6 +132,7 @@ impl Quota {
     /// Calls still in flight may yet be counted in it.
     pub fn roll(&mut self) {
         self.floor = None;
+        self.window_ledger = self.ledger;
         self.remaining = self.limit.saturating_sub(self.inflight);
         self.reset_at = None;
         self.reset_known = false;
@@ -140,14 +169,44 @@ impl Quota {
     /// their agent's lease expired): counted as spent.
     pub fn spent_unread(&mut self, cost: u64) {
         self.inflight = self.inflight.saturating_sub(cost);
+        if cost > 0 {
+            if self.unread.len() == UNREAD_KEPT {
+                let (_, c) = self.unread.pop_front().unwrap_or_default();
+                self.unread_older = self.unread_older.saturating_add(c);
+            }
+            self.unread.push_back((self.ledger, cost));
+        }
         let floor = self.floor.unwrap_or(self.limit);
         self.floor = Some(floor.saturating_sub(cost));
         self.recompute();
     }
 
+    /// The cost of the calls settled unread since the grant `granted` was made (since the
+    /// window began, for a reading of no grant): they may have reached the server after that
+    /// grant's call, and its reading would not count them. One settled before the grant was
+    /// made had reached the server before. A grant settled unread itself (by its call bound)
+    /// is among them, but its reading counts it.
+    fn unread_since(&self, granted: Option<Answering>) -> u64 {
+        let l = granted.map_or(self.window_ledger, |g| g.ledger);
+        let own = granted.map_or(0, |g| g.settled_unread);
+        let since: u64 = self
+            .unread
+            .iter()
+            .rev()
+            .take_while(|&&(at, _)| at >= l)
+            .map(|&(_, c)| c)
+            .sum();
+        // Those dropped were settled no later than the oldest kept.
+        let all = match self.unread.front() {
+            Some(&(first, _)) if first >= l => since.saturating_add(self.unread_older),
+            _ => since,
+        };
+        all.saturating_sub(own)
+    }
+
     /// Applies a response: its header reading (any of `limit`, `remaining`, `reset_at`, and
-    /// `epoch`, the reset as the header gave it if in epoch seconds), and, if it answers a
-    /// grant still counted in flight, that grant's `answered` cost.
+    /// `epoch`, the reset as the header gave it if in epoch seconds), the grant it answers
+    /// (`granted`), and, if that grant is still counted in flight, its `answered` cost.
     #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
@@ -155,6 +214,7 @@ impl Quota {
         remaining: Option<u64>,
         reset_at: Option<Nanos>,
         epoch: Option<u64>,
+        granted: Option<Answering>,
         answered: Option<u64>,
         now: Nanos,
         light: &TrafficLight,
@@ -202,9 +262,13 @@ impl Quota {
                 self.reset_epoch = epoch;
             }
         }
+        if out.new_window {
+            self.window_ledger = self.ledger;
+        }
         if let Some(rem) = remaining {
             // A new window, or the first reading that replaces an assumed or changed limit,
             // starts the floor afresh; otherwise the server's count only falls.
+            let rem = rem.saturating_sub(self.unread_since(granted));
             self.floor = match self.floor {
                 Some(f) if !out.new_window && !out.limit_changed => Some(f.min(rem)),
                 _ => Some(rem),
