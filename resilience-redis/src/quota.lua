@@ -184,6 +184,8 @@ end
 local slot_now = math.floor(now / s.slot_ms)
 if slot_now > s.fl_at then
   for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do
+    -- Dropped out unsettled: the call may have been counted upstream, unread (`un`).
+    s.un = (s.un or 0) + s['fl' .. (k % 5)]
     s['fl' .. (k % 5)] = 0
     s.fc[(k % 5) + 1] = 0
   end
@@ -267,6 +269,28 @@ local function publish()
   if s.starved == 1 then
     redis.call('PUBLISH', channel, 'q')
     s.starved = 0
+  end
+end
+
+-- Within a window upstream's count only falls: the lowest reading of the window (`mr`) is
+-- an upper bound of what is left, and counts every call answered with a reading (a call
+-- counted after the one it was read on would have read lower). It may not count the calls
+-- still in flight, nor those settled unread (`un`, `un0`, in this window and the last:
+-- dropped out, answered without a reading; a release is a call not made). So the pool is at least that reading
+-- less those and what is reserved or held. Each grant's reading counts the calls granted
+-- before it and in flight then as not yet counted (they may arrive after it); when they
+-- arrived first that counted them twice, for good: a pool emptied that way stayed empty
+-- until the reset, with nothing in flight whose reading could correct it. Not for a state
+-- younger than a call bound (calls granted in a state Redis lost are in nobody's count),
+-- nor while it rebuilds.
+local function pool_from_settled_readings()
+  if not s.mr or s.recover_until > 0 or now < s.born + 5 * s.slot_ms then return end
+  local left = math.min(s.limit, s.mr) - (s.un or 0) - (s.un0 or 0) - in_flight()
+    - s.reserved - s.held
+  if left > s.pool then
+    s.pool = left
+    cap_rebuilt()
+    publish()
   end
 end
 
@@ -431,6 +455,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
   s.took, s.vmin = nil, nil
+  s.un0, s.un, s.mr = s.un or 0, 0, nil
   -- A reply carrying this counter or a later one is judged after the roll (`settle_report`).
   s.roll_ops = s.ops
   -- G4: the limit that started a cascade has cleared with the window.

@@ -37,6 +37,8 @@ elseif op == 'acq' then
   -- first (pacing_rebuild.lua).
   if n_args > 18 and report_owed(ARGV[23] == '1') then return report_reply() end
   join()
+  -- Calls in flight may have dropped out since (unread).
+  if s.pool < cost then pool_from_settled_readings() end
   local ahead = 0
   if prio >= 1 then ahead = s.yield0 end
   if prio >= 2 then ahead = math.max(ahead, s.yield1) end
@@ -159,6 +161,7 @@ elseif op == 'rel' then
     end
     publish()
   end
+  pool_from_settled_readings()
 elseif op == 'obs' then
   local g_ledger, h_limit, h_rem = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   local h_reset, block_ms, exhausted = tonumber(ARGV[19]), tonumber(ARGV[20]), tonumber(ARGV[21])
@@ -169,7 +172,7 @@ elseif op == 'obs' then
   local c_limited, c_who = ARGV[31] == '1', ARGV[32]
   local c_agents, c_window, c_clear = tonumber(ARGV[33]), tonumber(ARGV[34]), tonumber(ARGV[35])
   -- The response came back: the call has been counted upstream, if it ever will be.
-  land(g_cost, g_at, g_slot)
+  local landed = land(g_cost, g_at, g_slot)
   -- G6 backoff (section 6: "wait at least one minute, then back off exponentially"):
   -- secondary limits in a row without retry-after, seen by any node, double the block up
   -- to the cap. Limits answered inside a block (calls in flight when it began) are the same
@@ -194,6 +197,16 @@ elseif op == 'obs' then
   if h_limit > 2 ^ 50 then h_limit = 0 end
   if h_rem > 2 ^ 50 then h_rem = -1 end
   if h_reset > now + 2 * s.window then h_reset = 0 end
+  -- The window's lowest reading (`pool_from_settled_readings`), whoever read it: any is an
+  -- upper bound of what is left. A call settled without one of a window not yet ended may
+  -- have been counted unread.
+  if exhausted == 1 then
+    s.mr = 0
+  elseif h_rem >= 0 and not (h_reset > 0 and h_reset <= now) then
+    s.mr = math.min(s.mr or h_rem, h_rem)
+  elseif landed then
+    s.un = (s.un or 0) + g_cost
+  end
   block_to(math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0))
   if not current_lease() then
     -- A stale holder's headers may describe quota it no longer owns: only its block counts.
@@ -240,6 +253,7 @@ elseif op == 'obs' then
       if until_ > now then block_to(until_) end
     end
   end
+  pool_from_settled_readings()
 elseif op == 'block' then
   local block_ms = tonumber(ARGV[16])
   block_to(now + block_ms)

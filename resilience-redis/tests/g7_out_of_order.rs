@@ -4,9 +4,9 @@
 mod common;
 
 use common::node::{cfg, go, quota, MS};
-use common::server::{prefix, server};
+use common::server::{prefix, server, RedisServer};
 use resilience_core::governor::{Observation, Priority};
-use resilience_redis::{QuotaDecision, QuotaGrant, Settled, SharedQuota};
+use resilience_redis::{QuotaDecision, QuotaGrant, RedisQuota, Settled, SharedQuota};
 
 fn reading(rem: u64) -> Observation {
     Observation::from_headers(200, [("x-ratelimit-remaining", rem.to_string())])
@@ -219,4 +219,92 @@ async fn g7_a_grantless_higher_reading_answered_late_does_not_raise_the_estimate
     let after = a.snapshot().await.expect("snapshot").pool;
     eprintln!("grantless: pool {before} -> {after}");
     assert!(after <= before, "raised from {before} to {after}");
+}
+
+/// Ten grants of a 15 quota, counted upstream in grant order (14 down to 5), the newest
+/// answered first: its reading counts the nine before it as still on their way.
+async fn ten_calls_newest_answered_first(
+    srv: &RedisServer,
+    p: &str,
+) -> (RedisQuota, SharedQuota, Vec<QuotaGrant>) {
+    let c = cfg(&srv.url, p, "a")
+        .reserve_share_permille(0)
+        .call_bound(MS(200));
+    let (r, a) = quota(c, 15, MS(3_600_000)).await;
+    // Older than a call bound: no call of a state Redis lost can still be on its way.
+    tokio::time::sleep(MS(400)).await;
+    let mut grants = Vec::new();
+    for _ in 0..10 {
+        grants.push(go(a.try_acquire(1, Priority::P1).await.expect("acquire")));
+    }
+    let newest = grants.pop().expect("10");
+    a.observe(Some(newest), &reading(5)).await.expect("obs");
+    assert_eq!(
+        a.snapshot().await.expect("snapshot").pool,
+        0,
+        "9 on their way"
+    );
+    (r, a, grants)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_once_every_call_is_answered_the_lowest_reading_gives_back_what_was_counted_twice() {
+    let Some(srv) = server() else { return };
+    let (_r, a, grants) = ten_calls_newest_answered_first(&srv, &prefix("ooo7")).await;
+    // The nine older calls had been counted first (14 down to 6): the estimate of 0 counted
+    // them twice. The lowest reading (5) stays, less the calls still on their way: the pool
+    // comes back as they are answered.
+    let mut rem = 14;
+    for (i, g) in grants.into_iter().enumerate() {
+        a.observe(Some(g), &reading(rem)).await.expect("obs");
+        rem -= 1;
+        let pool = a.snapshot().await.expect("snapshot").pool;
+        let on_their_way = 9 - (i as u64 + 1);
+        assert_eq!(pool, 5u64.saturating_sub(on_their_way), "after answer {i}");
+    }
+    let (granted, kept) = grants_left(&[&a], 20).await;
+    assert_eq!(granted, 5, "exactly what upstream has left");
+    drop(kept);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_call_answered_unread_may_have_been_counted_after_the_lowest_reading() {
+    let Some(srv) = server() else { return };
+    let (_r, a, mut grants) = ten_calls_newest_answered_first(&srv, &prefix("ooo8")).await;
+    // The oldest call is answered without rate-limit headers: upstream counted it last,
+    // after the lowest reading (5), so 4 are left; the others read 13 down to 6.
+    let oldest = grants.remove(0);
+    let mut rem = 13;
+    for g in grants {
+        a.observe(Some(g), &reading(rem)).await.expect("obs");
+        rem -= 1;
+    }
+    // The lowest reading less the one call still in flight.
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 4);
+    let no_headers = Observation::from_headers(200, Vec::<(&str, String)>::new());
+    a.observe(Some(oldest), &no_headers).await.expect("obs");
+    let pool = a.snapshot().await.expect("snapshot").pool;
+    assert_eq!(pool, 4, "the lowest reading less the unread call");
+    let (granted, kept) = grants_left(&[&a], 20).await;
+    assert_eq!(granted, 4);
+    drop(kept);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_call_dropped_unread_comes_off_the_lowest_reading_once_it_drops_out() {
+    let Some(srv) = server() else { return };
+    let (_r, a, mut grants) = ten_calls_newest_answered_first(&srv, &prefix("ooo9")).await;
+    // The oldest call's grant is dropped (no response ever read): it drops out of the count
+    // after the call bound, and may have been counted at any time before.
+    let oldest = grants.remove(0);
+    let mut rem = 13;
+    for g in grants {
+        a.observe(Some(g), &reading(rem)).await.expect("obs");
+        rem -= 1;
+    }
+    drop(oldest);
+    tokio::time::sleep(MS(400)).await;
+    let (granted, kept) = grants_left(&[&a], 20).await;
+    assert_eq!(granted, 4, "the lowest reading (5) less the unread call");
+    drop(kept);
 }
