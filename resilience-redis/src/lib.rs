@@ -48,9 +48,14 @@
 //!   that were still in flight when it was granted (it may have overtaken them), and the
 //!   reservations. A reading taken for an older grant, or with no grant at all (it may
 //!   have been read before calls already counted), may lower the pool but never raise
-//!   it. A grant counts as in flight until it is observed or released, or for
-//!   [`RedisQuotaConfig::call_bound`] (30 s by default) if nobody settles it; so does
-//!   spending reported without a grant (the express lane's, offline).
+//!   it. The pool is also never below the window's lowest reading less the calls still in
+//!   flight, those settled without a reading (in this window or the last), and the
+//!   reservations: upstream's count only falls, so the lowest reading counts every call
+//!   answered with one. So a pool that counted calls twice (in flight at a grant, they
+//!   arrived before it) comes back as they are answered. A grant counts as in flight
+//!   until it is observed or released, or for [`RedisQuotaConfig::call_bound`] (30 s by
+//!   default) if nobody settles it; so does spending reported without a grant (the
+//!   express lane's, offline).
 //! - **Window ends.** A window ends at its reset: the first grant's time plus the window,
 //!   or a reset header's, a later one whatever the difference (upstream's window began at
 //!   its first call's arrival, and its header is rounded up to the second), an earlier one
