@@ -76,6 +76,20 @@ async fn acquire_sheds_a_wait_longer_than_max_wait() {
     assert_eq!(gov.snapshot(core).unwrap().waiters, 0);
 }
 
+/// G6: a bogus hint (a proxy's `retry-after: 99999999999`, parsed by the caller's error
+/// type) blocks for at most a week, as the same header observed does; it used to block every
+/// agent, P0 included, for centuries, with nothing to shorten it.
+#[test]
+fn g6_a_noted_retry_after_blocks_for_at_most_a_week() {
+    let (_clock, _sleeper, gov, core) = governed(light_only());
+    gov.note_retry_after(core, secs(99_999_999_999));
+    let blocked = gov.snapshot(core).unwrap().blocked_for.expect("blocked");
+    assert_eq!(blocked, resilience_core::governor::LONGEST_BLOCK);
+    assert_eq!(blocked, secs(7 * 86_400));
+    gov.note_retry_after(core, Duration::MAX);
+    assert_eq!(gov.snapshot(core).unwrap().blocked_for, Some(secs(7 * 86_400)));
+}
+
 /// A sleeper whose sleeps never end: a wait that is abandoned.
 #[derive(Debug)]
 struct Forever;

@@ -376,8 +376,10 @@ impl SharedQuota {
     }
 
     /// G6 hook for a retry executor that saw a `Retry-After`: blocks the resource on every
-    /// host for `delay` (extending, never shortening, the block).
+    /// host for `delay` (extending, never shortening, the block), at most
+    /// [`LONGEST_BLOCK`](resilience_core::governor::LONGEST_BLOCK) (a week).
     pub async fn note_retry_after(&self, delay: Duration) -> Result<Settled, RedisQuotaError> {
+        let delay = delay.min(resilience_core::governor::LONGEST_BLOCK);
         let lease = self.state.local.lock().lease();
         match self.settle(lease, Op::Block { ms: ms(delay) }).await? {
             Settled::Local => {

@@ -156,7 +156,8 @@ impl Governor {
 
     /// G6 hook for a retry executor that saw a `Retry-After`: blocks `resource` for `delay`
     /// (extending, never shortening, the current block), so every agent waits and is then
-    /// released in priority order.
+    /// released in priority order. A delay past [`LONGEST_BLOCK`](super::LONGEST_BLOCK) (a
+    /// week) blocks for that long.
     pub fn note_retry_after(&self, resource: ResourceId, delay: Duration) {
         self.store.block(resource, delay, self.clock.now());
     }

@@ -139,7 +139,7 @@ pub use decision::{
 };
 pub use facade::{Governor, GovernorBuilder};
 pub use memory::InProcessStore;
-pub use observation::{LimitKind, Observation, ResetAt, RetryAfter};
+pub use observation::{LimitKind, Observation, ResetAt, RetryAfter, LONGEST_BLOCK};
 pub use permit::Permit;
 pub use priority::Priority;
 pub use request::{Request, RequestKind};

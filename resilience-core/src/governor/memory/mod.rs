@@ -342,6 +342,7 @@ impl GovernorStore for InProcessStore {
         if let Some(cell) = self.cell(resource) {
             let mut s = Self::lock(cell);
             let now = ns(now);
+            let delay = delay.min(super::LONGEST_BLOCK);
             if s.block_until(now.saturating_add(ns(delay)), now) {
                 s.note(Note::RetryAfterNoted { block: delay });
             }

@@ -2,7 +2,7 @@
 //! a rate limit the G6 block, the G4 cascade log and the downstream warnings.
 
 use super::super::decision::{AgentId, Grant};
-use super::super::observation::{LimitKind, Observation, ResetAt, RetryAfter};
+use super::super::observation::{LimitKind, Observation, ResetAt, RetryAfter, LONGEST_BLOCK};
 use super::super::store::{Now, ObserveOutcome, Snapshot};
 use super::breaker::Change;
 use super::notes::Note;
@@ -10,9 +10,6 @@ use super::quota::Answering;
 use super::state::ResourceState;
 use super::time::{dur, ns, Nanos, NANOS_PER_SEC};
 use std::time::Duration;
-
-/// The longest block one response can set: a week, as for a Retry-After delay.
-const MAX_BLOCK: Duration = Duration::from_secs(7 * 86_400);
 
 impl ResourceState {
     /// Frees the in-flight slot of `grant`; returns whether it was still counted (a lease
@@ -221,7 +218,7 @@ impl ResourceState {
         };
         // The delay form of Retry-After is capped at a week when parsed; an HTTP-date (or a
         // far reset) is capped here the same way, so no header blocks for years.
-        let wait = wait.min(ns(MAX_BLOCK));
+        let wait = wait.min(ns(LONGEST_BLOCK));
         if kind == LimitKind::Primary && !late {
             self.quota.exhaust(n.saturating_add(wait));
         }

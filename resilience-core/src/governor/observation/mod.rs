@@ -348,9 +348,16 @@ fn is_rate_header(name: &str) -> bool {
     n.starts_with("x-ratelimit-") || n.starts_with("ratelimit") || n == "retry-after"
 }
 
+/// The longest one rate limit blocks a resource (G6), however it is reported: a
+/// `Retry-After` header, a reset, or a hint noted through
+/// [`Governor::note_retry_after`](super::Governor::note_retry_after). A bogus value (a
+/// misbehaving proxy, a reset in the wrong unit) would otherwise block every agent for years,
+/// with nothing to shorten it.
+pub const LONGEST_BLOCK: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
 /// `retry-after`: delay-seconds (fractions tolerated, at most a week) or an HTTP-date.
 fn parse_retry_after(v: &str) -> Option<RetryAfter> {
-    const WEEK: f64 = 7.0 * 86_400.0;
+    const WEEK: f64 = LONGEST_BLOCK.as_secs() as f64;
     if let Some(n) = ietf::int(v) {
         return Some(RetryAfter::Delay(Duration::from_secs(n.min(WEEK as u64))));
     }
