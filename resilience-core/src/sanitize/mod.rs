@@ -381,7 +381,9 @@ fn shaped_spans(shaped_re: &regex::Regex, text: &str, spans: &mut Vec<Range<usiz
         let part = caps
             .name("url")
             .or_else(|| caps.name("tok"))
-            .or_else(|| caps.name("pem"));
+            .or_else(|| caps.name("pem"))
+            .or_else(|| caps.name("auth"))
+            .or_else(|| caps.name("flag"));
         if let Some(part) = part {
             // A PEM body keeps the line breaks around it.
             let inner = part

@@ -74,7 +74,8 @@ const YAML_NAME_FIELD: &str = concat!(
 );
 
 /// Secrets recognised by their own shape, wherever they are. One group per kind names the
-/// part to hide: `url` (the userinfo of a URL), `pem` (a private key's body) or `tok`.
+/// part to hide: `url` (the userinfo of a URL), `pem` (a private key's body), `tok`, `auth`
+/// (the credentials after an HTTP auth scheme) or `flag` (a command-line flag's value).
 const SHAPED: &str = concat!(
     // S1: everything between `://` and the last `@` of the authority. A `user:password`
     // form first, whose password may hold an unencoded `/`, `?` or `#` (generated and base64
@@ -97,12 +98,21 @@ const SHAPED: &str = concat!(
     r"|(?:AKIA|ASIA)[A-Z0-9]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}",
     // LLM provider keys (`sk-…`, `sk-proj-…`, `sk-ant-…`), as their own errors quote them.
     r"|sk-[A-Za-z0-9_-]{20,}",
+    // Google API keys, usually in a `?key=` query parameter (too common a name to hide).
+    r"|AIza[A-Za-z0-9_-]{30,}",
     // A JWT; an unsigned one (`alg: none`) has an empty third part.
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)",
     // A PEM private key: the body (base64, whitespace, `Name: value` headers, and newlines
     // escaped as `\n` in Debug or JSON text) up to `-----`.
     r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----",
     r"(?P<pem>(?:[A-Za-z0-9+/=:, \t\r\n]|\\[nr]|-[A-Za-z0-9+/=:, \t\r\n]|-\\[nr])*)",
+    // The credentials after an auth scheme with no header name before it (`request with
+    // Bearer abc123 failed`): 8 characters at least, so that prose (`Bearer token`) stays.
+    r"|(?-u:\b)(?:Bearer|bearer|BEARER|Basic)[ \t]+(?P<auth>[A-Za-z0-9._~+/-]{8,}=*)",
+    // A command-line flag naming a secret, with its value after a blank (`--password x`,
+    // `--api-key x`); the `=` form is a key-value pair.
+    r"|(?-u:\B)--[a-z0-9-]*(?:password|passwd|passphrase|secret|token|api-key|access-key)",
+    r"[ \t]+(?P<flag>[^\s-][^\s]*)",
 );
 
 /// The compiled patterns.

@@ -35,6 +35,38 @@ fn s3_scheme_in_front_of_a_word_value_is_hidden_too() {
 // ---- S4: dict and struct literals ----
 
 #[test]
+fn s3_a_bearer_or_basic_credential_without_its_header_name_is_hidden() {
+    check(
+        "request with Bearer sekrit-bearer-456 failed",
+        "request with Bearer *** failed",
+    );
+    check("Bearer abc123secret", "Bearer ***");
+    check("auth: Basic dXNlcjpwYXNzd29yZA==, retrying", "auth: Basic ***, retrying");
+    // Prose about the scheme, not a credential.
+    unchanged("the Bearer token was rejected");
+}
+
+#[test]
+fn s2_a_command_line_flag_naming_a_secret_hides_its_value() {
+    check(
+        "exec failed: tool --password hunter2 --user bob",
+        "exec failed: tool --password *** --user bob",
+    );
+    check("run --api-key k-123 now", "run --api-key *** now");
+    check("--db-password s3cr3t", "--db-password ***");
+    unchanged("flags --token-count 5 --verbose");
+}
+
+#[test]
+fn s2_a_google_api_key_in_a_query_parameter_is_hidden() {
+    let key = format!("AIzaSy{}", "B".repeat(33));
+    check(
+        &format!("GET https://maps.example.com/v1?key={key}&q=x: 403"),
+        "GET https://maps.example.com/v1?key=***&q=x: 403",
+    );
+}
+
+#[test]
 fn s4_python_dict_repr_secrets_are_redacted() {
     check(
         "bad config {'api_key': 'sk-123', 'token': 'tkn', 'region': 'eu'}",
