@@ -87,7 +87,10 @@ fn g6_a_noted_retry_after_blocks_for_at_most_a_week() {
     assert_eq!(blocked, resilience_core::governor::LONGEST_BLOCK);
     assert_eq!(blocked, secs(7 * 86_400));
     gov.note_retry_after(core, Duration::MAX);
-    assert_eq!(gov.snapshot(core).unwrap().blocked_for, Some(secs(7 * 86_400)));
+    assert_eq!(
+        gov.snapshot(core).unwrap().blocked_for,
+        Some(secs(7 * 86_400))
+    );
 }
 
 /// A sleeper whose sleeps never end: a wait that is abandoned.

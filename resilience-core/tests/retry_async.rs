@@ -3,7 +3,7 @@
 mod support;
 
 use resilience_core::backoff::{Backoff, BackoffStrategy};
-use resilience_core::retry::nesting::{current_depth, propagate};
+use resilience_core::retry::nesting::{current_depth, propagate, propagate_fn};
 use resilience_core::retry::RetryPolicy;
 use resilience_core::ResilienceError;
 use std::future::Future;
@@ -129,6 +129,34 @@ async fn r6_spawned_task_starts_at_depth_zero_unless_propagated() {
         })
         .await;
     assert_eq!(*depths.lock(), vec![(1, 0, 1)]);
+}
+
+/// A sync guarded call run through `spawn_blocking` (a sync client called from async code)
+/// is nested when its closure is wrapped in `propagate_fn`: once per outer attempt, not 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r6_a_sync_call_in_spawn_blocking_runs_once_when_propagated() {
+    let outer = harness(exp_policy(2));
+    let inner = Arc::new(harness(exp_policy(3)));
+    let inner_calls = Arc::new(AtomicU32::new(0));
+    let _: Result<(), TestError> = outer
+        .guard
+        .call("outer")
+        .idempotent()
+        .run_async(|| {
+            let (inner, calls) = (inner.clone(), inner_calls.clone());
+            async move {
+                tokio::task::spawn_blocking(propagate_fn(move || {
+                    inner.guard.call("inner_sync").idempotent().run(|| {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        Err::<(), _>(op_err("down"))
+                    })
+                }))
+                .await
+                .unwrap()
+            }
+        })
+        .await;
+    assert_eq!(inner_calls.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]

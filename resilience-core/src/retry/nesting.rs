@@ -384,3 +384,26 @@ pub fn propagate<F: Future>(fut: F) -> AtDepth<F> {
         inner: fut,
     }
 }
+
+/// Carries the current nesting depth into a closure that will run on another thread, such as
+/// one handed to `tokio::task::spawn_blocking` or `std::thread::spawn`: guarded calls inside
+/// it then run once, like any nested call, instead of retrying on their own (a sync client
+/// called from async code through `spawn_blocking` otherwise multiplies its attempts by the
+/// outer call's).
+///
+/// ```
+/// use resilience_core::retry::nesting::{current_depth, propagate_fn, DepthGuard};
+///
+/// let outer = DepthGuard::enter();
+/// let f = propagate_fn(current_depth);
+/// let seen = std::thread::spawn(f).join().unwrap();
+/// drop(outer);
+/// assert_eq!(seen, 1);
+/// ```
+pub fn propagate_fn<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
+    let level = current_level();
+    move || {
+        let _depth = DepthGuard::at(level);
+        f()
+    }
+}

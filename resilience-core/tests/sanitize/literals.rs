@@ -41,7 +41,10 @@ fn s3_a_bearer_or_basic_credential_without_its_header_name_is_hidden() {
         "request with Bearer *** failed",
     );
     check("Bearer abc123secret", "Bearer ***");
-    check("auth: Basic dXNlcjpwYXNzd29yZA==, retrying", "auth: Basic ***, retrying");
+    check(
+        "auth: Basic dXNlcjpwYXNzd29yZA==, retrying",
+        "auth: Basic ***, retrying",
+    );
     // Prose about the scheme, not a credential.
     unchanged("the Bearer token was rejected");
 }
