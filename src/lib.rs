@@ -402,7 +402,9 @@ pub use resilience_macros::retry_service_operation;
 /// `::resilience::…`) among the block's items, including those of impl blocks and mods nested
 /// in an inline `mod`, so that the fn's own arguments win and the defaults fill the rest.
 /// Retry tuning among the defaults applies to `idempotent` fns only; a write inherits the
-/// service, `total_timeout` and `crate`, and still runs once. A nested `#[service_defaults]`
+/// service, `total_timeout`, `classify` (a write may name a classifier to report a
+/// Retry-After) and `crate`, and still runs once. A write whose error type the inherited
+/// classifier cannot read needs its own: `classify = resilience::retry::AllTransient`. A nested `#[service_defaults]`
 /// overrides the outer one for its own block. Fn bodies are never entered, and neither are
 /// macro invocations among the items (a `macro_rules!` call that writes annotated fns): the
 /// attributes such a call produces do not exist yet when the defaults are applied, so give
