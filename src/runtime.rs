@@ -105,6 +105,16 @@ fn site_policy(
 }
 
 /// Logs what [`site_policy`] fell back from.
+/// A call site's service is an edit or two from a known one: a typo runs with the default
+/// policy and a breaker of its own. Logged once per site, after its initialiser.
+pub(crate) fn log_near_miss(site: &CallSite, near: &str) {
+    tracing::warn!(target: "resilience::config", service = site.service(),
+        operation = site.operation(), did_you_mean = near,
+        "service `{}` is neither built in nor overridden; did you mean `{near}`? It runs with \
+         the default (database) policy and its own breaker. Give it an override to silence this",
+        site.service());
+}
+
 pub(crate) fn log_site_problem(site: &CallSite, problem: &PolicyError) {
     tracing::error!(target: "resilience::config", service = site.service(),
         operation = site.operation(), error = %problem,
@@ -176,6 +186,11 @@ impl Runtime {
     /// Whether `service`'s circuit is open (B10).
     pub fn is_circuit_open(&self, service: &str) -> bool {
         self.registry.is_circuit_open(service)
+    }
+
+    /// [`Config::near_miss_service`] of the config in force.
+    pub(crate) fn near_miss_service(&self, service: &str) -> Option<String> {
+        self.config.read().near_miss_service(service)
     }
 
     /// The guard of `service` (for calls written by hand rather than through the attribute).

@@ -1,7 +1,7 @@
 //! Call sites of annotated fns: each resolves its guard once and caches it, so a guarded call
 //! does no registry lookup on its hot path.
 
-use crate::runtime::{log_site_problem, Runtime};
+use crate::runtime::{log_near_miss, log_site_problem, Runtime};
 use resilience_config::CodeDeclared;
 use resilience_core::retry::ServiceGuard;
 use std::sync::OnceLock;
@@ -75,6 +75,9 @@ impl CallSite {
         });
         if let Some(problem) = problem {
             log_site_problem(self, &problem);
+        }
+        if let Some(near) = runtime.near_miss_service(self.service()) {
+            log_near_miss(self, &near);
         }
         guard
     }

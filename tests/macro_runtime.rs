@@ -348,3 +348,43 @@ fn r8_retry_events_name_the_service_and_the_fn_as_operation() {
         "no error in: {text}"
     );
 }
+
+static TYPO_CALLS: Attempts = Attempts::new();
+
+#[retry_service_operation(service = "plan_servce", idempotent, max_attempts = 1)]
+fn typo_service() -> Result<u32, ApiError> {
+    TYPO_CALLS.fail_until(1)
+}
+
+#[retry_service_operation(service = "rt_custom_reports", idempotent, max_attempts = 1)]
+fn custom_service() -> Result<u32, ApiError> {
+    TYPO_CALLS.fail_until(1)
+}
+
+/// C11 allows custom services, so a misspelt one is not refused; its first call says which
+/// known service it is an edit or two from, once, and a custom name far from all says nothing.
+#[test]
+fn c11_a_services_name_an_edit_from_a_known_one_is_warned_at_its_first_call() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    thread_subscriber::with_thread_subscriber(subscriber, || {
+        for _ in 0..3 {
+            let _ = typo_service();
+            let _ = custom_service();
+        }
+    });
+    let text =
+        String::from_utf8(captured.0.lock().expect("capture lock").clone()).expect("utf-8 log");
+    assert_eq!(
+        text.matches("did you mean `plan_service`?").count(),
+        1,
+        "once, at the first call: {text}"
+    );
+    assert!(text.contains("plan_servce"), "{text}");
+    assert!(!text.contains("rt_custom_reports"), "{text}");
+}

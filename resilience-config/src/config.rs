@@ -160,6 +160,26 @@ impl Config {
         names
     }
 
+    /// For a service that is neither built in nor given an override, the known name it is an
+    /// edit or two from, if any: a typo in an attribute's `service` would otherwise run with
+    /// the database row (C11) and a breaker of its own, and nothing would say so.
+    ///
+    /// ```
+    /// let config = resilience_config::Config::default();
+    /// assert_eq!(config.near_miss_service("plan_servce").as_deref(), Some("plan_service"));
+    /// assert_eq!(config.near_miss_service("plan_service"), None);
+    /// assert_eq!(config.near_miss_service("user_service"), None);
+    /// ```
+    pub fn near_miss_service(&self, service: &str) -> Option<String> {
+        let names = self.service_names();
+        if names.iter().any(|n| n == service) {
+            return None;
+        }
+        let options: Vec<&str> = names.iter().map(String::as_str).collect();
+        // An edit or two, as for a name in an override (`user_service` is 4 from `plan_service`).
+        crate::suggest::closest_within(service, &options, |_| 2).map(str::to_owned)
+    }
+
     /// Whether a (valid) JSON override applies to `service`.
     pub fn has_override(&self, service: &str) -> bool {
         self.inner.overrides.contains_key(service)
