@@ -49,7 +49,7 @@
 //!   reservations. A reading taken for an older grant, or with no grant at all (it may
 //!   have been read before calls already counted), may lower the pool but never raise
 //!   it. The pool is also never below the window's lowest reading less the calls still in
-//!   flight, those settled without a reading (in this window or the last), and the
+//!   flight, those settled without a reading since that reading's grant, and the
 //!   reservations: upstream's count only falls, so the lowest reading counts every call
 //!   answered with one. So a pool that counted calls twice (in flight at a grant, they
 //!   arrived before it) comes back as they are answered. A grant counts as in flight

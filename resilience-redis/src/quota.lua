@@ -181,15 +181,29 @@ end
 -- Beside the units, the same slots count the *calls* the script granted (`fc`, one array:
 -- slot i at fc[i + 1]), whatever they cost (a conditional request costs 0): the shared
 -- concurrency cap and the shared G4 sequential mode count those.
+-- The same slots count the units settled unread, by when (`uu`, as `fc`): a call answered
+-- without a reading, or dropped out unsettled, may have been counted upstream after any
+-- call granted before it settled (`unread_since`).
+s.uu = s.uu or {0, 0, 0, 0, 0}
+-- Units settled unread now: in this window's count (`un`), in the current slot's, and off
+-- the window's floor (`mr`: they may have arrived after the reading it was set by).
+local function unread(n)
+  s.un = (s.un or 0) + n
+  s.uu[(s.fl_at % 5) + 1] = s.uu[(s.fl_at % 5) + 1] + n
+  if s.mr then s.mr = math.max(0, s.mr - n) end
+end
 local slot_now = math.floor(now / s.slot_ms)
 if slot_now > s.fl_at then
+  local dropped = 0
   for k = s.fl_at + 1, math.min(slot_now, s.fl_at + 5) do
-    -- Dropped out unsettled: the call may have been counted upstream, unread (`un`).
-    s.un = (s.un or 0) + s['fl' .. (k % 5)]
+    dropped = dropped + s['fl' .. (k % 5)]
     s['fl' .. (k % 5)] = 0
     s.fc[(k % 5) + 1] = 0
+    s.uu[(k % 5) + 1] = 0
   end
   s.fl_at = slot_now
+  -- Dropped out unsettled: the calls may have been counted upstream, unread.
+  if dropped > 0 then unread(dropped) end
 end
 -- A process whose call bound is longer than the one the slots were cut for: its calls may
 -- be on their way for longer than they would count. The slots widen to its width (never
@@ -202,11 +216,14 @@ end
 if a_slot > s.slot_ms then
   local units = s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
   local calls = s.fc[1] + s.fc[2] + s.fc[3] + s.fc[4] + s.fc[5]
+  local un = s.uu[1] + s.uu[2] + s.uu[3] + s.uu[4] + s.uu[5]
   s.slot_ms, s.slot_since = a_slot, now
   s.fl_at = math.floor(now / a_slot)
   s.fl0, s.fl1, s.fl2, s.fl3, s.fl4, s.fc = 0, 0, 0, 0, 0, {0, 0, 0, 0, 0}
+  s.uu = {0, 0, 0, 0, 0}
   s['fl' .. (s.fl_at % 5)] = units
   s.fc[(s.fl_at % 5) + 1] = calls
+  s.uu[(s.fl_at % 5) + 1] = un
 end
 
 local function in_flight()
@@ -272,21 +289,35 @@ local function publish()
   end
 end
 
--- Within a window upstream's count only falls: the lowest reading of the window (`mr`) is
--- an upper bound of what is left, and counts every call answered with a reading (a call
--- counted after the one it was read on would have read lower). It may not count the calls
--- still in flight, nor those settled unread (`un`, `un0`, in this window and the last:
--- dropped out, answered without a reading; a release is a call not made). So the pool is at least that reading
--- less those and what is reserved or held. Each grant's reading counts the calls granted
--- before it and in flight then as not yet counted (they may arrive after it); when they
--- arrived first that counted them twice, for good: a pool emptied that way stayed empty
--- until the reset, with nothing in flight whose reading could correct it. Not for a state
--- younger than a call bound (calls granted in a state Redis lost are in nobody's count),
--- nor while it rebuilds.
+-- The units settled unread since a grant made at `at` in slot `k` (a release is a call not
+-- made): they may have reached upstream after its call, and its reading not count them.
+-- One settled before the grant was made had arrived before. Counted by slot (a whole slot
+-- if the grant's), so every one of this window and the last for a grant older than the
+-- slots, of a lost state, or none (a reading of no grant).
+local function unread_since(at, k)
+  if other_state or at <= 0 or at < s.born or at < (s.slot_since or 0)
+      or k > s.fl_at or k <= s.fl_at - 5 then
+    return (s.un or 0) + (s.un0 or 0)
+  end
+  local n = 0
+  for j = k, s.fl_at do n = n + s.uu[(j % 5) + 1] end
+  return n
+end
+
+-- Within a window upstream's count only falls: a reading is an upper bound of what is left,
+-- and counts every call answered with a reading (one counted after the call it was read on
+-- would have read lower) and every call settled before its own was granted. The window's
+-- floor (`mr`) is the lowest reading less what it may not count of the calls settled unread
+-- (`unread_since`, and each settled unread since). So the pool is at least the floor less
+-- the calls still in flight and what is reserved or held. Each grant's reading counts the
+-- calls granted before it and in flight then as not yet counted (they may arrive after it);
+-- when they arrived first that counted them twice, for good: a pool emptied that way stayed
+-- empty until the reset, with nothing in flight whose reading could correct it. Not for a
+-- state younger than a call bound (calls granted in a state Redis lost are in nobody's
+-- count), nor while it rebuilds.
 local function pool_from_settled_readings()
   if not s.mr or s.recover_until > 0 or now < s.born + 5 * s.slot_ms then return end
-  local left = math.min(s.limit, s.mr) - (s.un or 0) - (s.un0 or 0) - in_flight()
-    - s.reserved - s.held
+  local left = math.min(s.limit, s.mr) - in_flight() - s.reserved - s.held
   if left > s.pool then
     s.pool = left
     cap_rebuilt()

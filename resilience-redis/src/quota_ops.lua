@@ -197,15 +197,16 @@ elseif op == 'obs' then
   if h_limit > 2 ^ 50 then h_limit = 0 end
   if h_rem > 2 ^ 50 then h_rem = -1 end
   if h_reset > now + 2 * s.window then h_reset = 0 end
-  -- The window's lowest reading (`pool_from_settled_readings`), whoever read it: any is an
+  -- The window's floor (`pool_from_settled_readings`), whoever read it: any reading is an
   -- upper bound of what is left. A call settled without one of a window not yet ended may
   -- have been counted unread.
   if exhausted == 1 then
     s.mr = 0
   elseif h_rem >= 0 and not (h_reset > 0 and h_reset <= now) then
-    s.mr = math.min(s.mr or h_rem, h_rem)
+    local floor = h_rem - unread_since(g_at, g_slot)
+    s.mr = math.min(s.mr or floor, floor)
   elseif landed then
-    s.un = (s.un or 0) + g_cost
+    unread(g_cost)
   end
   block_to(math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0))
   if not current_lease() then

@@ -308,3 +308,57 @@ async fn g7_a_call_dropped_unread_comes_off_the_lowest_reading_once_it_drops_out
     assert_eq!(granted, 4, "the lowest reading (5) less the unread call");
     drop(kept);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_call_answered_unread_before_the_next_grants_does_not_come_off_their_readings() {
+    let Some(srv) = server() else { return };
+    let c = cfg(&srv.url, &prefix("ooo10"), "a")
+        .reserve_share_permille(0)
+        .call_bound(MS(200));
+    let (_r, a) = quota(c, 16, MS(3_600_000)).await;
+    tokio::time::sleep(MS(400)).await;
+    // One call answered without headers (upstream: 15 left), well before the next grants
+    // (a few 50 ms slots): their readings count it.
+    let early = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    let no_headers = Observation::from_headers(200, Vec::<(&str, String)>::new());
+    a.observe(Some(early), &no_headers).await.expect("obs");
+    tokio::time::sleep(MS(150)).await;
+    let mut grants = Vec::new();
+    for _ in 0..10 {
+        grants.push(go(a.try_acquire(1, Priority::P1).await.expect("acquire")));
+    }
+    // Counted upstream in grant order (14 down to 5), the newest answered first.
+    let newest = grants.pop().expect("10");
+    a.observe(Some(newest), &reading(5)).await.expect("obs");
+    let mut rem = 14;
+    for g in grants {
+        a.observe(Some(g), &reading(rem)).await.expect("obs");
+        rem -= 1;
+    }
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 5);
+    let (granted, kept) = grants_left(&[&a], 20).await;
+    assert_eq!(granted, 5);
+    drop(kept);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_reading_answered_after_a_later_call_settled_unread_is_cut_by_it() {
+    let Some(srv) = server() else { return };
+    let c = cfg(&srv.url, &prefix("ooo11"), "a")
+        .reserve_share_permille(0)
+        .call_bound(MS(200));
+    let (_r, a) = quota(c, 10, MS(3_600_000)).await;
+    tokio::time::sleep(MS(400)).await;
+    let first = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    let second = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    // Upstream counted the first (9 left), then the second (8); the second is answered
+    // first, without headers, then the first with its reading (9), which does not count
+    // the second.
+    let no_headers = Observation::from_headers(200, Vec::<(&str, String)>::new());
+    a.observe(Some(second), &no_headers).await.expect("obs");
+    a.observe(Some(first), &reading(9)).await.expect("obs");
+    assert_eq!(a.snapshot().await.expect("snapshot").pool, 8);
+    let (granted, kept) = grants_left(&[&a], 20).await;
+    assert_eq!(granted, 8);
+    drop(kept);
+}

@@ -250,7 +250,7 @@ async fn g7_state_of_another_protocol_version_is_refused_by_name() {
             "protocol mismatch",
             key.as_str(),
             &format!("holds {held} state"),
-            "this build speaks 16",
+            "this build speaks 17",
             why,
             "another prefix",
         ] {
