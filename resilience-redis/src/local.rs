@@ -487,6 +487,16 @@ impl Local {
         }
     }
 
+    /// A response read while offline says the window ends at `until`: if that is earlier than
+    /// the end this process was told, offline spending stops a call bound before it. (A
+    /// reset header moved earlier while this process was cut off, or one Redis lost with its
+    /// data, is otherwise unknown here, and spending past it counts in the next window,
+    /// which the server gives out whole.) Never later: a later header may be the next
+    /// window's.
+    pub fn hear_reset(&mut self, until: Duration) {
+        self.window_until = self.window_until.min(until);
+    }
+
     /// G6 while offline: extends the local block.
     pub fn block_locally(&mut self, until: Duration) {
         self.block_until = self.block_until.max(until);

@@ -579,3 +579,30 @@ fn g7_offline_share_stops_a_call_bound_before_the_window_ends() {
         Err(OfflineRefusal::NoShare)
     );
 }
+
+#[test]
+fn g7_offline_share_stops_a_call_bound_before_a_reset_read_offline() {
+    let clock = ManualClock::new();
+    let mut l = Local::default();
+    let long_lease = Reply {
+        lease_left_ms: 120_000,
+        ..reply(10, 5, 20)
+    };
+    l.apply(&long_lease, at(&clock, 1), 0, MARGIN); // told: the window ends in 30 s
+    let bound = Duration::from_secs(5);
+    // A response read offline says it ends in 12 s (a header moved it earlier).
+    l.hear_reset(clock.now() + Duration::from_secs(12));
+    clock.advance(Duration::from_secs(6));
+    assert!(l.offline_acquire(1, clock.now(), bound).is_ok());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(
+        l.offline_acquire(1, clock.now(), bound),
+        Err(OfflineRefusal::NoShare)
+    );
+    // A later one (the next window's) does not move it back.
+    l.hear_reset(clock.now() + Duration::from_secs(60));
+    assert_eq!(
+        l.offline_acquire(1, clock.now(), bound),
+        Err(OfflineRefusal::NoShare)
+    );
+}

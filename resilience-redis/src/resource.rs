@@ -585,9 +585,20 @@ impl SharedQuota {
 
     /// `block_ms`: [`offline_block_ms`](crate::observe::offline_block_ms) of `args`.
     fn observe_offline(&self, args: &script::ObserveArgs, block_ms: u64) -> Settled {
+        let unix = ms(self.inner.clock.unix_time());
+        // The window's end as the response gives it (a header in whole seconds may be up to
+        // one late); one already past describes an ended window.
+        let reset_in = if args.reset_ms > unix {
+            Some((args.reset_ms - unix).saturating_sub(1000))
+        } else {
+            (args.reset_after_ms > 0).then_some(args.reset_after_ms)
+        };
+        if let Some(reset_in) = reset_in {
+            let until = self.inner.clock.now() + Duration::from_millis(reset_in);
+            self.state.local.lock().hear_reset(until);
+        }
         let mut block = Duration::from_millis(block_ms);
         if args.block_until_ms > 0 {
-            let unix = ms(self.inner.clock.unix_time());
             block = block.max(Duration::from_millis(
                 args.block_until_ms.saturating_sub(unix),
             ));

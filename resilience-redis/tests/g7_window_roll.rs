@@ -199,6 +199,57 @@ async fn g7_offline_spending_just_before_the_reset_does_not_land_in_the_next_win
     );
 }
 
+/// A process cut off learns from a response it reads that the window ends sooner than it
+/// was told (a header moved the reset while it was away, or Redis lost the state that
+/// knew): its offline spending stops a call bound before that reset, not before the one it
+/// was told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_offline_spending_stops_before_a_reset_read_while_cut_off() {
+    let Some(srv) = server() else { return };
+    let p = prefix("offline-heard-reset");
+    let proxy = Proxy::start(&srv.url).await;
+    let a_cfg = cfg(&proxy.url, &p, "a")
+        .reserve_share_permille(500)
+        .lease_ttl(MS(30_000))
+        .call_bound(MS(2_000))
+        .express(None, 1);
+    let (ra, a) = quota(a_cfg, 100, MS(3_600_000)).await;
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    a.observe(Some(g), &Observation::new(200))
+        .await
+        .expect("observe");
+    assert!(a.snapshot().await.expect("snapshot").reserved > 1);
+    proxy.cut();
+    let mut spent = None;
+    for _ in 0..100 {
+        if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
+            if g.is_offline() {
+                spent = Some(g);
+                break;
+            }
+        }
+        tokio::time::sleep(MS(20)).await;
+    }
+    assert_eq!(ra.link_state(), LinkState::Degraded);
+    let spent = spent.expect("an offline grant: the window ends in an hour");
+    // Its response: the window ends in 1.5 to 2.5 s (whole seconds, rounded up).
+    let reset_s = (unix_now() + MS(1_500)).as_secs() + 1;
+    let headers = [
+        ("x-ratelimit-limit", "100".to_owned()),
+        ("x-ratelimit-remaining", "40".to_owned()),
+        ("x-ratelimit-reset", reset_s.to_string()),
+    ];
+    let _ = a
+        .observe(Some(spent), &Observation::from_headers(200, headers))
+        .await;
+    // Within a call bound (2 s) of that reset, less the header's second: nothing offline.
+    match a.try_acquire(1, Priority::P1).await {
+        Ok(QuotaDecision::Go(g)) => panic!("granted {g:?} a call bound before the reset"),
+        other => eprintln!("after the header: {other:?}"),
+    }
+    proxy.restore();
+}
+
 /// Grants `q` until refused, observing each; how many.
 async fn drain(q: &SharedQuota) -> u64 {
     let mut n = 0;
