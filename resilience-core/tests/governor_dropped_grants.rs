@@ -122,3 +122,25 @@ fn g5_g1_a_dropped_grant_from_an_ended_window_is_not_spent_in_the_next() {
     // Past its bound it is settled where it was granted, the ended window.
     assert_eq!((snap.in_flight, snap.remaining), (0, 10), "{snap:?}");
 }
+
+/// A lease shorter than the call bound: a silent agent's grant is settled as spent when its
+/// lease expires, while its call may still be on its way. It reaches the server after a
+/// later grant's call, whose reading (9) does not count it: 8 are left, not 9.
+#[test]
+fn g5_g1_a_call_settled_at_its_lease_expiry_may_arrive_after_a_later_reading() {
+    let mut gc = resilience_core::governor::GovernorConfig::default();
+    gc.leases.ttl = secs(10);
+    let mut cfg = light_only();
+    cfg.quota.limit = 10;
+    let rig = Rig::with_governor_config(cfg, gc);
+    let slow = rig.agent("slow", Priority::P1);
+    let a = rig.agent("data", Priority::P0);
+    rig.call(a, &rig.ok(10, 10, 3000));
+    let stalled = go(rig.decide(slow, &Request::read()));
+    // 12 s later its lease has expired; its call bound (30 s) has not passed.
+    tick_to(&rig, secs(12), &[a]);
+    let g = go(rig.decide(a, &Request::read()));
+    let _ = rig.gov.observe(g, &rig.ok(9, 10, 2988));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
+    drop(stalled);
+}

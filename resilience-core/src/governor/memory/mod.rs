@@ -178,6 +178,7 @@ impl GovernorStore for InProcessStore {
             idle_after: ns(config.token_pool.idle_after),
             promote_after: ns(config.token_pool.promote_after),
             ages: flights::Ages::new(ns(leases.call_bound)),
+            call_bound: ns(leases.call_bound),
         };
         let seed = self.timing_seed.wrapping_add(index as u64);
         let name: Arc<str> = name.into();

@@ -114,6 +114,7 @@ impl ResourceState {
             epoch,
             grant.map(|g| Answering {
                 ledger: g.ledger(),
+                granted_at: ns(g.granted_at()),
                 settled_unread: if answered.is_none() {
                     u64::from(g.cost())
                 } else {

@@ -40,11 +40,12 @@ pub(crate) struct Quota {
     /// The lowest reading of this window, less the cost of calls answered without one;
     /// `None` until a header is read in this window (the assumed limit stands).
     floor: Option<u64>,
-    /// The latest calls settled unread: the ledger when each was settled, and its cost.
-    /// Kept across windows: a late reading of a grant of the last window may not count one.
-    unread: VecDeque<(u64, u64)>,
-    /// The cost of the unread calls dropped from `unread` (the oldest).
-    unread_older: u64,
+    /// The latest calls settled unread. Kept across windows: a late reading of a grant of
+    /// the last window may not count one.
+    unread: VecDeque<Unread>,
+    /// The cost of the unread calls dropped from `unread` (the oldest), and the latest any of
+    /// them may reach the server.
+    unread_older: (u64, Nanos),
     /// The ledger when this window began: a reading of no grant may not count a call
     /// settled unread since.
     window_ledger: u64,
@@ -53,11 +54,25 @@ pub(crate) struct Quota {
     red_floor: u64,
 }
 
+/// A call settled without a reading.
+#[derive(Debug, Clone, Copy)]
+struct Unread {
+    /// The ledger when it was settled: a grant made after had its call sent after this one
+    /// was answered, if it was.
+    settled: u64,
+    cost: u64,
+    /// The latest it may reach the server, if later than its settling (0): a call of an
+    /// agent whose lease expired may still be on its way.
+    arriving_by: Nanos,
+}
+
 /// The grant a response answers, as a reading needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Answering {
     /// The grant's ledger.
     pub ledger: u64,
+    /// When it was granted.
+    pub granted_at: Nanos,
     /// Its cost if it was already settled as spent unread (its call bound passed), else 0.
     pub settled_unread: u64,
 }
@@ -82,7 +97,7 @@ impl Quota {
             inflight: 0,
             floor: None,
             unread: VecDeque::new(),
-            unread_older: 0,
+            unread_older: (0, 0),
             window_ledger: 0,
             green_floor: 0,
             red_floor: 0,
@@ -166,15 +181,28 @@ impl Quota {
     }
 
     /// Calls of `cost` were made but will bring no reading (answered without headers, or
-    /// their agent's lease expired): counted as spent.
+    /// past their call bound): counted as spent.
     pub fn spent_unread(&mut self, cost: u64) {
+        self.spent_unread_arriving_by(cost, 0);
+    }
+
+    /// As [`spent_unread`](Self::spent_unread), for calls that may still reach the server
+    /// until `arriving_by` (their agent's lease expired within their call bound): a later
+    /// grant's reading may not count them either.
+    pub fn spent_unread_arriving_by(&mut self, cost: u64, arriving_by: Nanos) {
         self.inflight = self.inflight.saturating_sub(cost);
         if cost > 0 {
             if self.unread.len() == UNREAD_KEPT {
-                let (_, c) = self.unread.pop_front().unwrap_or_default();
-                self.unread_older = self.unread_older.saturating_add(c);
+                if let Some(u) = self.unread.pop_front() {
+                    let (c, by) = self.unread_older;
+                    self.unread_older = (c.saturating_add(u.cost), by.max(u.arriving_by));
+                }
             }
-            self.unread.push_back((self.ledger, cost));
+            self.unread.push_back(Unread {
+                settled: self.ledger,
+                cost,
+                arriving_by,
+            });
         }
         let floor = self.floor.unwrap_or(self.limit);
         self.floor = Some(floor.saturating_sub(cost));
@@ -187,19 +215,20 @@ impl Quota {
     /// made had reached the server before. A grant settled unread itself (by its call bound)
     /// is among them, but its reading counts it.
     fn unread_since(&self, granted: Option<Answering>) -> u64 {
-        let l = granted.map_or(self.window_ledger, |g| g.ledger);
+        let (l, at) = granted.map_or((self.window_ledger, 0), |g| (g.ledger, g.granted_at));
         let own = granted.map_or(0, |g| g.settled_unread);
-        let since: u64 = self
+        let may_follow = |u: &Unread| u.settled >= l || u.arriving_by > at;
+        let kept: u64 = self
             .unread
             .iter()
-            .rev()
-            .take_while(|&&(at, _)| at >= l)
-            .map(|&(_, c)| c)
+            .filter(|u| may_follow(u))
+            .map(|u| u.cost)
             .sum();
         // Those dropped were settled no later than the oldest kept.
+        let (older, older_by) = self.unread_older;
         let all = match self.unread.front() {
-            Some(&(first, _)) if first >= l => since.saturating_add(self.unread_older),
-            _ => since,
+            Some(first) if first.settled >= l || older_by > at => kept.saturating_add(older),
+            _ => kept,
         };
         all.saturating_sub(own)
     }

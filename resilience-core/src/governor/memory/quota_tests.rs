@@ -65,7 +65,7 @@ proptest! {
                 Op::Answer(i, read) if !arrived.is_empty() => {
                     let c = arrived.remove(i % arrived.len());
                     if read {
-                        let _ = q.apply(None, Some(c.reading), None, None, Some(Answering { ledger: c.ledger, settled_unread: 0 }), Some(c.cost), 0, &light);
+                        let _ = q.apply(None, Some(c.reading), None, None, Some(Answering { ledger: c.ledger, granted_at: 0, settled_unread: 0 }), Some(c.cost), 0, &light);
                     } else {
                         q.spent_unread(c.cost);
                     }

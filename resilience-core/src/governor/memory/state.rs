@@ -35,6 +35,8 @@ pub(crate) struct Timing {
     pub promote_after: Nanos,
     /// [`Leases::call_bound`](crate::governor::Leases::call_bound) in epochs.
     pub ages: Ages,
+    /// [`Leases::call_bound`](crate::governor::Leases::call_bound).
+    pub call_bound: Nanos,
 }
 
 #[derive(Debug)]
@@ -166,9 +168,10 @@ impl ResourceState {
             for agent in expired {
                 if let Some(u) = self.pool.get_mut(agent) {
                     // Its calls in flight will never be reported: free their slots, and
-                    // count them as spent.
+                    // count them as spent, by calls that may yet arrive within their bound.
                     self.inflight = self.inflight.saturating_sub(u.inflight);
-                    self.quota.spent_unread(u.inflight_cost);
+                    let by = now.saturating_add(self.timing.call_bound);
+                    self.quota.spent_unread_arriving_by(u.inflight_cost, by);
                     u.inflight = 0;
                     u.inflight_cost = 0;
                     u.flights.clear();
