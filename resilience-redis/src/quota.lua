@@ -183,15 +183,11 @@ end
 -- concurrency cap and the shared G4 sequential mode count those.
 -- The same slots count the units settled unread, by when (`uu`, as `fc`): a call answered
 -- without a reading, or dropped out unsettled, may have been counted upstream after any
--- call granted before it settled (`unread_since`).
-s.uu = s.uu or {0, 0, 0, 0, 0}
--- Units settled unread now: in this window's count (`un`), in the current slot's, and off
--- the window's floor (`mr`: they may have arrived after the reading it was set by).
-local function unread(n)
-  s.un = (s.un or 0) + n
-  s.uu[(s.fl_at % 5) + 1] = s.uu[(s.fl_at % 5) + 1] + n
-  if s.mr then s.mr = math.max(0, s.mr - n) end
-end
+-- call granted before it settled (`unread_since`, quota_ops.lua). Absent while all are 0
+-- (the usual case: the state is packed at every call). Units settled unread count in this
+-- window's `un`, in their slot's, and come off the window's floor (`mr`: they may have
+-- arrived after the reading it was set by). (Written out here and in quota_ops.lua, not
+-- as a function: a script's functions are made anew at every call.)
 local slot_now = math.floor(now / s.slot_ms)
 if slot_now > s.fl_at then
   local dropped = 0
@@ -199,11 +195,17 @@ if slot_now > s.fl_at then
     dropped = dropped + s['fl' .. (k % 5)]
     s['fl' .. (k % 5)] = 0
     s.fc[(k % 5) + 1] = 0
-    s.uu[(k % 5) + 1] = 0
+    if s.uu then s.uu[(k % 5) + 1] = 0 end
   end
   s.fl_at = slot_now
+  if s.uu and s.uu[1] + s.uu[2] + s.uu[3] + s.uu[4] + s.uu[5] == 0 then s.uu = nil end
   -- Dropped out unsettled: the calls may have been counted upstream, unread.
-  if dropped > 0 then unread(dropped) end
+  if dropped > 0 then
+    s.un = (s.un or 0) + dropped
+    s.uu = s.uu or {0, 0, 0, 0, 0}
+    s.uu[(slot_now % 5) + 1] = s.uu[(slot_now % 5) + 1] + dropped
+    if s.mr then s.mr = math.max(0, s.mr - dropped) end
+  end
 end
 -- A process whose call bound is longer than the one the slots were cut for: its calls may
 -- be on their way for longer than they would count. The slots widen to its width (never
@@ -216,14 +218,19 @@ end
 if a_slot > s.slot_ms then
   local units = s.fl0 + s.fl1 + s.fl2 + s.fl3 + s.fl4
   local calls = s.fc[1] + s.fc[2] + s.fc[3] + s.fc[4] + s.fc[5]
-  local un = s.uu[1] + s.uu[2] + s.uu[3] + s.uu[4] + s.uu[5]
+  local uu = s.uu or {0, 0, 0, 0, 0}
+  local un = uu[1] + uu[2] + uu[3] + uu[4] + uu[5]
   s.slot_ms, s.slot_since = a_slot, now
   s.fl_at = math.floor(now / a_slot)
   s.fl0, s.fl1, s.fl2, s.fl3, s.fl4, s.fc = 0, 0, 0, 0, 0, {0, 0, 0, 0, 0}
-  s.uu = {0, 0, 0, 0, 0}
   s['fl' .. (s.fl_at % 5)] = units
   s.fc[(s.fl_at % 5) + 1] = calls
-  s.uu[(s.fl_at % 5) + 1] = un
+  if un > 0 then
+    s.uu = {0, 0, 0, 0, 0}
+    s.uu[(s.fl_at % 5) + 1] = un
+  else
+    s.uu = nil
+  end
 end
 
 local function in_flight()
@@ -287,21 +294,6 @@ local function publish()
     redis.call('PUBLISH', channel, 'q')
     s.starved = 0
   end
-end
-
--- The units settled unread since a grant made at `at` in slot `k` (a release is a call not
--- made): they may have reached upstream after its call, and its reading not count them.
--- One settled before the grant was made had arrived before. Counted by slot (a whole slot
--- if the grant's), so every one of this window and the last for a grant older than the
--- slots, of a lost state, or none (a reading of no grant).
-local function unread_since(at, k)
-  if other_state or at <= 0 or at < s.born or at < (s.slot_since or 0)
-      or k > s.fl_at or k <= s.fl_at - 5 then
-    return (s.un or 0) + (s.un0 or 0)
-  end
-  local n = 0
-  for j = k, s.fl_at do n = n + s.uu[(j % 5) + 1] end
-  return n
 end
 
 -- Within a window upstream's count only falls: a reading is an upper bound of what is left,
@@ -486,7 +478,7 @@ if s.reset_at > 0 and now >= s.reset_at then
   s.pool, s.reset_at, s.win, s.ledger, s.applied = s.limit, 0, s.win + 1, 0, 0
   s.reserved, s.held, s.recover_until, s.expect, s.moved = 0, 0, 0, 0, 0
   s.took, s.vmin = nil, nil
-  s.un0, s.un, s.mr = s.un or 0, 0, nil
+  s.un0, s.un, s.mr = s.un, nil, nil
   -- A reply carrying this counter or a later one is judged after the roll (`settle_report`).
   s.roll_ops = s.ops
   -- G4: the limit that started a cascade has cleared with the window.

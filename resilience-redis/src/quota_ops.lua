@@ -197,16 +197,35 @@ elseif op == 'obs' then
   if h_limit > 2 ^ 50 then h_limit = 0 end
   if h_rem > 2 ^ 50 then h_rem = -1 end
   if h_reset > now + 2 * s.window then h_reset = 0 end
+  -- The units settled unread since a grant made at `at` in slot `k` (a release is a call not
+  -- made): they may have reached upstream after its call, and its reading not count them.
+  -- One settled before the grant was made had arrived before. Counted by slot (a whole slot
+  -- if the grant's), so every one of this window and the last for a grant older than the
+  -- slots, of a lost state, or none (a reading of no grant).
+  local function unread_since(at, k)
+    if other_state or at <= 0 or at < s.born or at < (s.slot_since or 0)
+        or k > s.fl_at or k <= s.fl_at - 5 then
+      return (s.un or 0) + (s.un0 or 0)
+    end
+    local n = 0
+    if s.uu then
+      for j = k, s.fl_at do n = n + s.uu[(j % 5) + 1] end
+    end
+    return n
+  end
   -- The window's floor (`pool_from_settled_readings`), whoever read it: any reading is an
   -- upper bound of what is left. A call settled without one of a window not yet ended may
-  -- have been counted unread.
+  -- have been counted unread (as the slots' drop-outs, quota.lua).
   if exhausted == 1 then
     s.mr = 0
   elseif h_rem >= 0 and not (h_reset > 0 and h_reset <= now) then
     local floor = h_rem - unread_since(g_at, g_slot)
     s.mr = math.min(s.mr or floor, floor)
-  elseif landed then
-    unread(g_cost)
+  elseif landed and g_cost > 0 then
+    s.un = (s.un or 0) + g_cost
+    s.uu = s.uu or {0, 0, 0, 0, 0}
+    s.uu[(s.fl_at % 5) + 1] = s.uu[(s.fl_at % 5) + 1] + g_cost
+    if s.mr then s.mr = math.max(0, s.mr - g_cost) end
   end
   block_to(math.max(block_abs, (block_ms > 0) and (now + block_ms) or 0))
   if not current_lease() then
