@@ -5,7 +5,7 @@ use crate::diagnostics::{shown, Diagnostic, DiagnosticKind, Diagnostics};
 use crate::keys::{env_name, GlobalKey};
 use crate::parse::{self, Secs};
 use crate::source::{Source, Sourced};
-use crate::suggest::closest;
+use crate::suggest::{closest, with_words_of};
 use resilience_core::backoff::BackoffStrategy;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
@@ -264,6 +264,7 @@ impl Reader<'_> {
                     .filter_map(|k| k.strip_prefix(family.as_str()))
                     .collect();
                 closest(typed, &suffixes)
+                    .or_else(|| with_words_of(typed, &suffixes))
                     .map(|k| format!("; did you mean {family}{k}?"))
                     .unwrap_or_default()
             };

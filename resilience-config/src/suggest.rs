@@ -22,6 +22,25 @@ pub(crate) fn closest_within<'a>(
         .map(|(_, o)| o)
 }
 
+/// The one option whose `_`-separated words include every word of `typed` (ignoring ASCII
+/// case): a name with a word left out (`OVERRIDES` for `SERVICE_OVERRIDES`, `BACKOFF` for
+/// `BACKOFF_STRATEGY`) is too many edits away for [`closest`]. `None` if several fit.
+pub(crate) fn with_words_of<'a>(typed: &str, options: &[&'a str]) -> Option<&'a str> {
+    let typed = typed.to_ascii_lowercase();
+    let words: Vec<&str> = typed.split('_').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return None;
+    }
+    let mut fits = options.iter().filter(|o| {
+        let o = o.to_ascii_lowercase();
+        words.iter().all(|w| o.split('_').any(|ow| ow == *w))
+    });
+    match (fits.next(), fits.next()) {
+        (Some(&one), None) => Some(one),
+        _ => None,
+    }
+}
+
 /// Levenshtein distance over chars, two rows of memory.
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -50,6 +69,22 @@ mod tests {
         assert_eq!(closest("colour", &keys), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    /// C10: a name with a word left out is suggested if one known name alone has its words.
+    #[test]
+    fn c10_suggests_the_one_key_that_holds_every_word_typed() {
+        let keys = [
+            "SERVICE_OVERRIDES",
+            "BACKOFF_STRATEGY",
+            "MAX_DELAY",
+            "BASE_DELAY",
+        ];
+        assert_eq!(with_words_of("OVERRIDES", &keys), Some("SERVICE_OVERRIDES"));
+        assert_eq!(with_words_of("backoff", &keys), Some("BACKOFF_STRATEGY"));
+        assert_eq!(with_words_of("DELAY", &keys), None, "two fit");
+        assert_eq!(with_words_of("COLOUR", &keys), None);
+        assert_eq!(with_words_of("", &keys), None);
     }
 
     /// C10: the distance counts deletions from the typed name as well as insertions, so it is

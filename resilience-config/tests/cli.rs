@@ -206,7 +206,40 @@ fn check_honours_a_custom_prefix() {
 fn explain_warns_on_stderr_but_succeeds() {
     let o = run(&["explain"], &[("CLEVERAGENTS_RETRY_JITTER", "perhaps")]);
     assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("warning: CLEVERAGENTS_RETRY_JITTER"));
+    // Rejected, as `check` says: an error, not a warning.
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error: CLEVERAGENTS_RETRY_JITTER"));
+}
+
+/// C10: `explain` labels each finding as `check` does: a value applied as written (a
+/// misspelt key, ignored) is a warning; a rejected one is an error.
+#[test]
+fn c10_explain_and_check_label_a_finding_alike() {
+    let vars = [
+        ("CLEVERAGENTS_RETRY_MAX_ATEMPTS", "4"),
+        ("CLEVERAGENTS_RETRY_JITTER", "perhaps"),
+    ];
+    let explain = String::from_utf8_lossy(&run(&["explain"], &vars).stderr).into_owned();
+    let check = stdout(&run(&["check"], &vars));
+    for name in [
+        "CLEVERAGENTS_RETRY_MAX_ATEMPTS",
+        "CLEVERAGENTS_RETRY_JITTER",
+    ] {
+        let label = |text: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .and_then(|l| l.split(':').next())
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            label(&explain),
+            label(&check),
+            "{name}:\n{explain}\n{check}"
+        );
+    }
+    assert!(
+        explain.contains("warning: CLEVERAGENTS_RETRY_MAX_ATEMPTS"),
+        "{explain}"
+    );
 }
 
 #[test]
@@ -544,6 +577,24 @@ fn c10_c1_an_invalid_value_still_fails_check_beside_a_warning() {
         "{out}"
     );
     assert_eq!(run(&["check", "--strict"], &vars).status.code(), Some(1));
+}
+
+/// C10: a variable with a word left out is pointed at the one that has it.
+#[test]
+fn c10_a_variable_missing_a_word_is_pointed_at_the_full_name() {
+    let vars = [
+        ("CLEVERAGENTS_RETRY_OVERRIDES", "{}"),
+        ("CLEVERAGENTS_RETRY_BACKOFF", "linear"),
+    ];
+    let out = stdout(&run(&["check"], &vars));
+    assert!(
+        out.contains("did you mean CLEVERAGENTS_RETRY_SERVICE_OVERRIDES?"),
+        "{out}"
+    );
+    assert!(
+        out.contains("did you mean CLEVERAGENTS_RETRY_BACKOFF_STRATEGY?"),
+        "{out}"
+    );
 }
 
 /// `check --help` documents `--strict`.

@@ -43,10 +43,17 @@ fn header() -> Vec<String> {
         .to_vec()
 }
 
-/// Loading problems go to stderr so the table stays clean; `check` lists them in full.
+/// Loading problems go to stderr so the table stays clean; `check` lists them in full. Each
+/// is labelled as `check` labels it: `error` for a value rejected (not applied), `warning`
+/// for one applied as written (an unknown key, a suspect service name).
 pub fn warn_on_stderr(config: &Config) {
     for d in config.diagnostics() {
-        eprintln!("warning: {}", crate::render::printable(&d.to_string()));
+        let label = if d.kind().is_warning() {
+            "warning"
+        } else {
+            "error"
+        };
+        eprintln!("{label}: {}", crate::render::printable(&d.to_string()));
     }
     if !config.diagnostics().is_empty() {
         eprintln!("(run `resilience-config check` to validate; exit status 1 on problems, or with --strict on warnings too)");
