@@ -30,6 +30,11 @@
 //! atomic on the server, one round trip, and timed by the server's clock (`TIME`), so clock
 //! skew between hosts does not matter.
 //!
+//! The state carries the number of the script's protocol. A build that speaks another
+//! (a release that changed what the state means) is refused on it with an error that names
+//! both: during an upgrade, give the new build another
+//! [`prefix`](RedisQuotaConfig::prefix), or stop the old one first.
+//!
 //! - **Leases and epochs.** A process joins a resource with a lease (default TTL 2 min, the
 //!   G5 default) renewed by every call and by a background heartbeat. Each lease has a fresh
 //!   epoch. A lease that expires is reaped by a later call of any process (at most 16
