@@ -247,6 +247,20 @@ async fn ten_calls_newest_answered_first(
     (r, a, grants)
 }
 
+/// Observes `grants` in order, read `from` down by one each (upstream counted them so).
+async fn answer_counting_down(a: &SharedQuota, grants: Vec<QuotaGrant>, from: u64) {
+    for (i, g) in grants.into_iter().enumerate() {
+        a.observe(Some(g), &reading(from - i as u64))
+            .await
+            .expect("obs");
+    }
+}
+
+/// A response without rate-limit headers.
+fn no_headers() -> Observation {
+    Observation::from_headers(200, Vec::<(&str, String)>::new())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_once_every_call_is_answered_the_lowest_reading_gives_back_what_was_counted_twice() {
     let Some(srv) = server() else { return };
@@ -274,15 +288,10 @@ async fn g7_a_call_answered_unread_may_have_been_counted_after_the_lowest_readin
     // The oldest call is answered without rate-limit headers: upstream counted it last,
     // after the lowest reading (5), so 4 are left; the others read 13 down to 6.
     let oldest = grants.remove(0);
-    let mut rem = 13;
-    for g in grants {
-        a.observe(Some(g), &reading(rem)).await.expect("obs");
-        rem -= 1;
-    }
+    answer_counting_down(&a, grants, 13).await;
     // The lowest reading less the one call still in flight.
     assert_eq!(a.snapshot().await.expect("snapshot").pool, 4);
-    let no_headers = Observation::from_headers(200, Vec::<(&str, String)>::new());
-    a.observe(Some(oldest), &no_headers).await.expect("obs");
+    a.observe(Some(oldest), &no_headers()).await.expect("obs");
     let pool = a.snapshot().await.expect("snapshot").pool;
     assert_eq!(pool, 4, "the lowest reading less the unread call");
     let (granted, kept) = grants_left(&[&a], 20).await;
@@ -297,11 +306,7 @@ async fn g7_a_call_dropped_unread_comes_off_the_lowest_reading_once_it_drops_out
     // The oldest call's grant is dropped (no response ever read): it drops out of the count
     // after the call bound, and may have been counted at any time before.
     let oldest = grants.remove(0);
-    let mut rem = 13;
-    for g in grants {
-        a.observe(Some(g), &reading(rem)).await.expect("obs");
-        rem -= 1;
-    }
+    answer_counting_down(&a, grants, 13).await;
     drop(oldest);
     tokio::time::sleep(MS(400)).await;
     let (granted, kept) = grants_left(&[&a], 20).await;
@@ -320,8 +325,7 @@ async fn g7_a_call_answered_unread_before_the_next_grants_does_not_come_off_thei
     // One call answered without headers (upstream: 15 left), well before the next grants
     // (a few 50 ms slots): their readings count it.
     let early = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
-    let no_headers = Observation::from_headers(200, Vec::<(&str, String)>::new());
-    a.observe(Some(early), &no_headers).await.expect("obs");
+    a.observe(Some(early), &no_headers()).await.expect("obs");
     tokio::time::sleep(MS(150)).await;
     let mut grants = Vec::new();
     for _ in 0..10 {
@@ -330,11 +334,7 @@ async fn g7_a_call_answered_unread_before_the_next_grants_does_not_come_off_thei
     // Counted upstream in grant order (14 down to 5), the newest answered first.
     let newest = grants.pop().expect("10");
     a.observe(Some(newest), &reading(5)).await.expect("obs");
-    let mut rem = 14;
-    for g in grants {
-        a.observe(Some(g), &reading(rem)).await.expect("obs");
-        rem -= 1;
-    }
+    answer_counting_down(&a, grants, 14).await;
     assert_eq!(a.snapshot().await.expect("snapshot").pool, 5);
     let (granted, kept) = grants_left(&[&a], 20).await;
     assert_eq!(granted, 5);
@@ -354,8 +354,7 @@ async fn g7_a_reading_answered_after_a_later_call_settled_unread_is_cut_by_it() 
     // Upstream counted the first (9 left), then the second (8); the second is answered
     // first, without headers, then the first with its reading (9), which does not count
     // the second.
-    let no_headers = Observation::from_headers(200, Vec::<(&str, String)>::new());
-    a.observe(Some(second), &no_headers).await.expect("obs");
+    a.observe(Some(second), &no_headers()).await.expect("obs");
     a.observe(Some(first), &reading(9)).await.expect("obs");
     assert_eq!(a.snapshot().await.expect("snapshot").pool, 8);
     let (granted, kept) = grants_left(&[&a], 20).await;
