@@ -321,6 +321,21 @@ impl std::io::Write for Captured {
     }
 }
 
+/// Runs `f` on this thread with its `tracing` output at `level` and above collected.
+fn logged<T>(level: tracing::Level, f: impl FnOnce() -> T) -> (T, String) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = thread_subscriber::with_thread_subscriber(subscriber, f);
+    let text =
+        String::from_utf8(captured.0.lock().expect("capture lock").clone()).expect("utf-8 log");
+    (out, text)
+}
+
 static EVENTS: Attempts = Attempts::new();
 
 #[retry_service_operation(service = "rt_events", idempotent, max_attempts = 2, backoff = "none")]
@@ -330,17 +345,8 @@ fn fetch_report() -> Result<u32, ApiError> {
 
 #[test]
 fn r8_retry_events_name_the_service_and_the_fn_as_operation() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let out = thread_subscriber::with_thread_subscriber(subscriber, fetch_report);
+    let (out, text) = logged(tracing::Level::TRACE, fetch_report);
     assert_eq!(out, Ok(2));
-    let text =
-        String::from_utf8(captured.0.lock().expect("capture lock").clone()).expect("utf-8 log");
     assert!(text.contains("rt_events"), "no service in: {text}");
     assert!(text.contains("fetch_report"), "no operation in: {text}");
     assert!(
@@ -365,21 +371,12 @@ fn custom_service() -> Result<u32, ApiError> {
 /// known service it is an edit or two from, once, and a custom name far from all says nothing.
 #[test]
 fn c11_a_services_name_an_edit_from_a_known_one_is_warned_at_its_first_call() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    thread_subscriber::with_thread_subscriber(subscriber, || {
+    let ((), text) = logged(tracing::Level::WARN, || {
         for _ in 0..3 {
             let _ = typo_service();
             let _ = custom_service();
         }
     });
-    let text =
-        String::from_utf8(captured.0.lock().expect("capture lock").clone()).expect("utf-8 log");
     assert_eq!(
         text.matches("did you mean `plan_service`?").count(),
         1,
