@@ -5,7 +5,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{Decision, Priority, Request, ResourceConfig};
+use resilience_core::governor::{Decision, Observation, Priority, Request, ResourceConfig};
 use std::time::Duration;
 
 fn small(limit: u64, window: Duration) -> ResourceConfig {
@@ -95,6 +95,24 @@ fn g1_a_reading_answered_after_an_unread_call_it_may_not_count_does_not_undo_it(
     let _ = rig.gov.observe(first, &rig.ok(9, 10, 3000));
     assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 8);
     assert_eq!(grants_left(&rig, a), 8);
+}
+
+/// A call that timed out (no response) may still reach the server after calls granted
+/// later: upstream counts them (9, 8) and then it (7). Their readings do not count it.
+#[test]
+fn g1_a_call_with_no_response_may_arrive_after_calls_granted_later() {
+    let rig = Rig::new(small(10, secs(3600)));
+    let a = rig.agent("data", Priority::P0);
+    rig.call(a, &rig.ok(10, 10, 3000));
+    let timed_out = go(rig.decide(a, &Request::read()));
+    let _ = rig.gov.observe(timed_out, &Observation::no_response());
+    rig.advance(secs(1));
+    let first = go(rig.decide(a, &Request::read()));
+    let second = go(rig.decide(a, &Request::read()));
+    let _ = rig.gov.observe(second, &rig.ok(8, 10, 2999));
+    let _ = rig.gov.observe(first, &rig.ok(9, 10, 2999));
+    assert_eq!(rig.gov.snapshot(rig.core).unwrap().remaining, 7);
+    assert_eq!(grants_left(&rig, a), 7);
 }
 
 /// An unread call settled before a call was granted had reached the server before it: that

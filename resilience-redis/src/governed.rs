@@ -12,9 +12,11 @@ use resilience_core::ResilienceError;
 /// A call allowed by the local governor and by the shared quota. Observe the response with
 /// [`observe`](Self::observe), or [`release`](Self::release) it if the call was not made;
 /// dropping it releases both (the shared grant from a spawned task), which gives the quota
-/// back as if the call was never sent: once the request may have gone out (an error after
-/// sending, a timeout), observe what you have instead: an observation without rate-limit
-/// headers counts the call as spent.
+/// back as if the call was never sent: once the request may have gone out, observe what
+/// you have instead. A response without rate-limit headers counts the call as spent; no
+/// response at all (a timeout, a connection reset after sending) is
+/// [`Observation::no_response`](resilience_core::governor::Observation::no_response): spent,
+/// and on its way until its call bound.
 #[derive(Debug)]
 #[must_use = "make the call, then observe the response"]
 pub struct SharedPermit<'g> {

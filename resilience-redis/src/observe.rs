@@ -38,7 +38,8 @@ pub(crate) fn args(
         None => {}
     }
     let kind = obs.limit_kind();
-    if kind.is_none() && obs.status() < 400 {
+    a.no_response = !obs.answered();
+    if kind.is_none() && obs.answered() && obs.status() < 400 {
         a.backoff = Backoff::Good;
     }
     if let Some(kind) = kind {

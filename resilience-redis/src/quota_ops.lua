@@ -171,8 +171,12 @@ elseif op == 'obs' then
   local backoff, backoff_cap = tonumber(ARGV[29]), tonumber(ARGV[30])
   local c_limited, c_who = ARGV[31] == '1', ARGV[32]
   local c_agents, c_window, c_clear = tonumber(ARGV[33]), tonumber(ARGV[34]), tonumber(ARGV[35])
-  -- The response came back: the call has been counted upstream, if it ever will be.
-  local landed = land(g_cost, g_at, g_slot)
+  -- The response came back: the call has been counted upstream, if it ever will be. With
+  -- none (a timeout, a connection reset), the request may still reach upstream until its
+  -- call bound, after calls granted later: only the call is settled (the concurrency cap);
+  -- its units stay in flight and drop out then, unread.
+  local no_response = ARGV[36] == '1'
+  local landed = land(no_response and 0 or g_cost, g_at, g_slot)
   -- G6 backoff (section 6: "wait at least one minute, then back off exponentially"):
   -- secondary limits in a row without retry-after, seen by any node, double the block up
   -- to the cap. Limits answered inside a block (calls in flight when it began) are the same
@@ -221,7 +225,7 @@ elseif op == 'obs' then
   elseif h_rem >= 0 and not (h_reset > 0 and h_reset <= now) then
     local floor = h_rem - unread_since(g_at, g_slot)
     s.mr = math.min(s.mr or floor, floor)
-  elseif landed and g_cost > 0 then
+  elseif landed and g_cost > 0 and not no_response then
     s.un = (s.un or 0) + g_cost
     s.uu = s.uu or {0, 0, 0, 0, 0}
     s.uu[(s.fl_at % 5) + 1] = s.uu[(s.fl_at % 5) + 1] + g_cost

@@ -120,6 +120,11 @@ pub(crate) struct ObserveArgs {
     pub backoff: Backoff,
     /// The most a doubled `block_ms` may reach ([`Backoff::Limit`]), ms.
     pub backoff_cap_ms: u64,
+    /// No response came back ([`Observation::no_response`]): the call may still reach
+    /// upstream until its call bound, so its units stay in flight until then.
+    ///
+    /// [`Observation::no_response`]: resilience_core::governor::Observation::no_response
+    pub no_response: bool,
 }
 
 /// What a response tells the G6 backoff of secondary limits in a row (§6: "wait at least
@@ -463,6 +468,7 @@ pub(crate) async fn call(
                 Some(c) => inv.arg(c.agents).arg(c.window_ms).arg(c.clear_after),
                 None => inv.arg(0).arg(0).arg(0),
             };
+            inv.arg(u8::from(o.no_response));
         }
         Op::Block { ms } => {
             inv.arg(ms);

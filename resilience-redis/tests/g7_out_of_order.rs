@@ -361,3 +361,28 @@ async fn g7_a_reading_answered_after_a_later_call_settled_unread_is_cut_by_it() 
     assert_eq!(granted, 8);
     drop(kept);
 }
+
+/// A call with no response (a timeout) may still reach upstream after calls granted later:
+/// upstream counts them (9, 8), then it (7), and their readings (8, then 9) do not count it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_call_with_no_response_may_arrive_after_calls_granted_later() {
+    let Some(srv) = server() else { return };
+    let c = cfg(&srv.url, &prefix("ooo12"), "a")
+        .reserve_share_permille(0)
+        .call_bound(MS(200));
+    let (_r, a) = quota(c, 10, MS(3_600_000)).await;
+    tokio::time::sleep(MS(400)).await;
+    let timed_out = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    a.observe(Some(timed_out), &Observation::no_response())
+        .await
+        .expect("obs");
+    tokio::time::sleep(MS(60)).await; // the next 50 ms slot
+    let first = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    let second = go(a.try_acquire(1, Priority::P1).await.expect("acquire"));
+    a.observe(Some(second), &reading(8)).await.expect("obs");
+    a.observe(Some(first), &reading(9)).await.expect("obs");
+    assert!(a.snapshot().await.expect("snapshot").pool <= 7);
+    let (granted, kept) = grants_left(&[&a], 20).await;
+    assert!(granted <= 7, "{granted} granted with 7 left upstream");
+    drop(kept);
+}

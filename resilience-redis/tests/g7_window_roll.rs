@@ -250,6 +250,39 @@ async fn g7_offline_spending_stops_before_a_reset_read_while_cut_off() {
     proxy.restore();
 }
 
+/// A call granted just before the reset gets no response (a timeout): its request may
+/// still reach upstream after the reset and count in the new window, as one on its way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_call_with_no_response_at_the_roll_counts_in_the_new_window() {
+    let Some(srv) = server() else { return };
+    let c = cfg(&srv.url, &prefix("no-response-roll"), "a")
+        .reserve_share_permille(0)
+        .call_bound(MS(200));
+    let (_r, a) = quota(c, 10, MS(2_000)).await;
+    tokio::time::sleep(MS(400)).await;
+    let anchor = go(a.try_acquire(1, Priority::P1).await.expect("anchor"));
+    a.observe(Some(anchor), &Observation::new(200))
+        .await
+        .expect("observe");
+    let reset_in = a
+        .snapshot()
+        .await
+        .expect("snapshot")
+        .reset_in
+        .expect("anchored");
+    tokio::time::sleep(reset_in.saturating_sub(MS(60))).await;
+    let timed_out = go(a.try_acquire(1, Priority::P1).await.expect("late"));
+    a.observe(Some(timed_out), &Observation::no_response())
+        .await
+        .expect("observe");
+    tokio::time::sleep(MS(100)).await; // past the reset, the request still on its way
+    let new = drain(&a).await;
+    assert!(
+        new <= 9,
+        "{new} granted in a new window with 9 left upstream"
+    );
+}
+
 /// Grants `q` until refused, observing each; how many.
 async fn drain(q: &SharedQuota) -> u64 {
     let mut n = 0;

@@ -145,7 +145,8 @@ impl Governor {
     /// Frees a grant whose call was not made: its cost, its agent's reservation and its
     /// slot in the pacing windows come back. If the call may have reached the server,
     /// [`observe`](Self::observe) what came back instead (an observation without rate-limit
-    /// headers counts the call as spent).
+    /// headers counts the call as spent), or
+    /// [`Observation::no_response`](super::Observation::no_response) if nothing did.
     #[inline]
     pub fn release(&self, grant: Grant) {
         match &self.local {

@@ -12,9 +12,11 @@ use std::time::Duration;
 
 /// A granted call. Report the response with [`observe`](Self::observe); dropping the permit
 /// unobserved releases it: the call is presumed not made, and its cost, its reservation and
-/// its slot in the pacing windows come back. If the call may have reached the server (a
-/// timeout, a reset connection), observe what you have instead: an observation without
-/// rate-limit headers counts the call as spent.
+/// its slot in the pacing windows come back. If the call may have reached the server,
+/// observe what you have instead: a response without rate-limit headers counts the call as
+/// spent; with no response at all (a timeout, a reset connection), observe
+/// [`Observation::no_response`](super::Observation::no_response): spent, and maybe still
+/// on its way (a later grant's reading may not count it).
 #[derive(Debug)]
 #[must_use = "make the call, then observe the response"]
 pub struct Permit<'g> {

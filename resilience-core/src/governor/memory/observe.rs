@@ -92,9 +92,16 @@ impl ResourceState {
         }
         let n = ns(now.mono);
         self.maintain(n);
-        let answered = grant
+        let mut answered = grant
             .filter(|g| self.settle(g))
             .map(|g| u64::from(g.cost()));
+        if let (Some(cost), Some(g), false) = (answered, grant, obs.answered()) {
+            // No response: the request may reach the server until its call bound, after
+            // calls granted later (their readings would not count it).
+            let by = ns(g.granted_at()).saturating_add(self.timing.call_bound);
+            self.quota.spent_unread_arriving_by(cost, by);
+            answered = None;
+        }
         self.touch(agent, n, false);
         let limited = obs.limit_kind();
         // A reset more than two windows away is not one this quota can have (a reset sent in
@@ -138,7 +145,7 @@ impl ResourceState {
 
         match limited {
             Some(kind) => self.on_limited(agent, kind, obs, reset_at, now, downstream),
-            None if obs.status() < 400 => {
+            None if obs.answered() && obs.status() < 400 => {
                 if !self.block.blocked(n) {
                     self.unexplained_limits = 0;
                 }

@@ -99,6 +99,28 @@ impl Observation {
         }
     }
 
+    /// No response came back after the request may have been sent: a timeout, a connection
+    /// reset. The call counts as spent, and as still on its way until its call bound: the
+    /// server may count it after calls granted later, whose readings would not count it.
+    /// (A response without rate-limit headers, [`new`](Self::new), did reach the server.)
+    /// Its status is 0; it is neither a good response nor a limit.
+    ///
+    /// ```
+    /// use resilience_core::governor::Observation;
+    ///
+    /// let timed_out = Observation::no_response();
+    /// assert!(!timed_out.answered());
+    /// assert!(Observation::new(500).answered());
+    /// ```
+    pub fn no_response() -> Self {
+        Self::default()
+    }
+
+    /// Whether a response came back (not [`no_response`](Self::no_response)).
+    pub fn answered(&self) -> bool {
+        self.status != 0
+    }
+
     /// A response from its status and headers; names are matched case-insensitively,
     /// values that are not UTF-8 are ignored like any malformed value.
     pub fn from_headers<I, K, V>(status: u16, headers: I) -> Self
