@@ -94,6 +94,10 @@ pub(crate) struct Local {
     uncertain_conn: u64,
     lease_until: Duration,
     window_until: Duration,
+    /// The earliest window end read in a response while cut off (clock time, and unix ms),
+    /// until it passes: the server may not know it (the header never reached it), so no
+    /// reply sets a later end while it stands, and the view sent after a data loss says it.
+    heard_reset: Option<(Duration, u64)>,
     block_until: Duration,
     /// The server's grant counter in the newest reply: an express grant's reading is
     /// reconciled from there (an older position only makes the reading count for less).
@@ -177,7 +181,10 @@ impl Local {
         View {
             state: self.state,
             epoch: self.epoch,
-            reset_at_ms: self.reset_at_ms,
+            reset_at_ms: match self.heard_reset {
+                Some((_, unix)) if self.reset_at_ms == 0 || unix < self.reset_at_ms => unix,
+                _ => self.reset_at_ms,
+            },
             pool: self.pool,
             members: self.members,
             offline_spent: report,
@@ -342,6 +349,12 @@ impl Local {
                 r.window_ms
             };
             self.window_until = t.sent_at + Duration::from_millis(to_reset);
+            match self.heard_reset {
+                Some((heard, _)) if heard > t.recv_at => {
+                    self.window_until = self.window_until.min(heard);
+                }
+                _ => self.heard_reset = None,
+            }
             let block = r.block_until_ms.saturating_sub(r.now_ms);
             self.block_until = self
                 .block_until
@@ -492,9 +505,13 @@ impl Local {
     /// reset header moved earlier while this process was cut off, or one Redis lost with its
     /// data, is otherwise unknown here, and spending past it counts in the next window,
     /// which the server gives out whole.) Never later: a later header may be the next
-    /// window's.
-    pub fn hear_reset(&mut self, until: Duration) {
+    /// window's. `unix_ms` is the same end on the wall clock, for the view. It stands until
+    /// it passes: a reply (even one to a call sent before it was heard) sets no later end.
+    pub fn hear_reset(&mut self, until: Duration, unix_ms: u64) {
         self.window_until = self.window_until.min(until);
+        if self.heard_reset.is_none_or(|(heard, _)| until < heard) {
+            self.heard_reset = Some((until, unix_ms));
+        }
     }
 
     /// G6 while offline: extends the local block.

@@ -591,11 +591,12 @@ impl SharedQuota {
         let reset_in = if args.reset_ms > unix {
             Some((args.reset_ms - unix).saturating_sub(1000))
         } else {
-            (args.reset_after_ms > 0).then_some(args.reset_after_ms)
+            (args.reset_after_ms > 0).then(|| args.reset_after_ms.saturating_sub(1000))
         };
         if let Some(reset_in) = reset_in {
             let until = self.inner.clock.now() + Duration::from_millis(reset_in);
-            self.state.local.lock().hear_reset(until);
+            let unix_ms = unix.saturating_add(reset_in);
+            self.state.local.lock().hear_reset(until, unix_ms);
         }
         let mut block = Duration::from_millis(block_ms);
         if args.block_until_ms > 0 {
