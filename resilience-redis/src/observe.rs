@@ -2,9 +2,12 @@
 
 use crate::config::RedisQuotaConfig;
 use crate::grant::QuotaGrant;
+use crate::grant::Settled;
 use crate::quota::ms;
+use crate::resource::SharedQuota;
 use crate::script::{Backoff, ObserveArgs};
 use resilience_core::governor::{LimitKind, Observation, ResetAt, RetryAfter};
+use std::time::Duration;
 
 /// Absolute times (`x-ratelimit-reset`, an HTTP-date `retry-after`) are passed as unix ms and
 /// compared with the Redis server's clock, never this host's. A response naming another
@@ -82,6 +85,37 @@ pub(crate) fn offline_block_ms(a: &ObserveArgs, strikes: &mut u32, blocked: bool
             a.block_ms
         }
         _ => a.block_ms,
+    }
+}
+
+impl SharedQuota {
+    /// A response observed while cut off from Redis: its block, and the window end it
+    /// gives (`Local::hear_reset`), applied locally only. `block_ms`: [`offline_block_ms`] of `args`.
+    pub(crate) fn observe_offline(&self, args: &ObserveArgs, block_ms: u64) -> Settled {
+        let unix = ms(self.inner.clock.unix_time());
+        // The window's end as the response gives it (a header in whole seconds may be up to
+        // one late); one already past describes an ended window.
+        let reset_in = if args.reset_ms > unix {
+            Some((args.reset_ms - unix).saturating_sub(1000))
+        } else {
+            (args.reset_after_ms > 0).then(|| args.reset_after_ms.saturating_sub(1000))
+        };
+        if let Some(reset_in) = reset_in {
+            let until = self.inner.clock.now() + Duration::from_millis(reset_in);
+            let unix_ms = unix.saturating_add(reset_in);
+            self.state.local.lock().hear_reset(until, unix_ms);
+        }
+        let mut block = Duration::from_millis(block_ms);
+        if args.block_until_ms > 0 {
+            block = block.max(Duration::from_millis(
+                args.block_until_ms.saturating_sub(unix),
+            ));
+        }
+        if !block.is_zero() {
+            let until = self.inner.clock.now() + block;
+            self.state.local.lock().block_locally(until);
+        }
+        Settled::Local
     }
 }
 

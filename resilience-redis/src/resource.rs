@@ -583,34 +583,6 @@ impl SharedQuota {
         }
     }
 
-    /// `block_ms`: [`offline_block_ms`](crate::observe::offline_block_ms) of `args`.
-    fn observe_offline(&self, args: &script::ObserveArgs, block_ms: u64) -> Settled {
-        let unix = ms(self.inner.clock.unix_time());
-        // The window's end as the response gives it (a header in whole seconds may be up to
-        // one late); one already past describes an ended window.
-        let reset_in = if args.reset_ms > unix {
-            Some((args.reset_ms - unix).saturating_sub(1000))
-        } else {
-            (args.reset_after_ms > 0).then(|| args.reset_after_ms.saturating_sub(1000))
-        };
-        if let Some(reset_in) = reset_in {
-            let until = self.inner.clock.now() + Duration::from_millis(reset_in);
-            let unix_ms = unix.saturating_add(reset_in);
-            self.state.local.lock().hear_reset(until, unix_ms);
-        }
-        let mut block = Duration::from_millis(block_ms);
-        if args.block_until_ms > 0 {
-            block = block.max(Duration::from_millis(
-                args.block_until_ms.saturating_sub(unix),
-            ));
-        }
-        if !block.is_zero() {
-            let until = self.inner.clock.now() + block;
-            self.state.local.lock().block_locally(until);
-        }
-        Settled::Local
-    }
-
     fn too_long(&self, wait: &QuotaWait) -> RedisQuotaError {
         RedisQuotaError::WaitTooLong {
             resource: self.state.name.to_string(),
