@@ -2,7 +2,8 @@
 //! Redis) spend one shared quota against a fake upstream that counts the calls it receives
 //! per window. Seeded random ops: acquires at every priority (P0 through the express lane),
 //! calls made at once or held and made later, responses observed out of order or lost,
-//! grants released or dropped, stale readings, bursts of concurrent ops (a client cut off
+//! calls timed out (observed with no response) whose request still arrives later, grants
+//! released or dropped, stale readings, bursts of concurrent ops (a client cut off
 //! while they are on their way), cancelled acquires, partitions (degraded mode), paused
 //! clients (leases expire), Redis stopped (SIGSTOP) for every client at once. Invariant: no
 //! call reaches upstream once its window's limit is spent. Liveness: the clients get at
@@ -131,6 +132,9 @@ struct Run<'a> {
     up: Upstream,
     clients: Vec<Client>,
     held: Vec<Held>,
+    /// Requests whose call timed out (observed with no response) on their way upstream:
+    /// when granted, their cost and grant id.
+    late: Vec<(Instant, u64, usize)>,
     readings: Vec<Reading>,
     trace: Vec<String>,
     start: Instant,
@@ -204,6 +208,35 @@ impl Run<'_> {
         let q = self.clients[h.client].q.clone();
         let s = q.observe(Some(h.grant), &self.up.reading(r)).await;
         self.log(format!("c{} observe g{} {r:?} -> {s:?}", h.client, h.id));
+    }
+
+    /// Held grant `i` (unsent) times out: observed with no response, while its request is
+    /// still on its way upstream (`deliver_late`), after calls granted later maybe.
+    async fn time_out(&mut self, i: usize) {
+        let h = self.held.swap_remove(i);
+        let cost = u64::from(h.grant.cost());
+        let q = self.clients[h.client].q.clone();
+        let s = q.observe(Some(h.grant), &Observation::no_response()).await;
+        self.log(format!(
+            "c{} g{} timed out (no response) -> {s:?}",
+            h.client, h.id
+        ));
+        self.late.push((h.at, cost, h.id));
+    }
+
+    /// One timed-out request reaches upstream, if within 3/4 of its call bound.
+    fn deliver_late(&mut self) {
+        let (at, cost, id) = self.late.swap_remove(self.rng.usize(..self.late.len()));
+        if at.elapsed() >= CALL_BOUND * 3 / 4 {
+            return self.log(format!("g{id} (timed out) never arrived"));
+        }
+        match self.up.send(cost) {
+            Ok(r) => self.log(format!("g{id} (timed out) arrived -> remaining {}", r.0)),
+            Err(e) => {
+                self.log(format!("g{id} (timed out) {e}"));
+                self.fail(&e);
+            }
+        }
     }
 
     async fn release(&mut self, i: usize) {
@@ -319,6 +352,9 @@ impl Run<'_> {
                 self.log(format!("c{c} restored"));
             }
         }
+        if !self.late.is_empty() && self.rng.u32(..3) == 0 {
+            self.deliver_late();
+        }
         let c = self.pick();
         let one = |v: Vec<usize>, rng: &mut fastrand::Rng| rng.choice(v);
         let (unsent, sent) = (self.live(false), self.live(true));
@@ -335,6 +371,7 @@ impl Run<'_> {
             (45..=54, Some(i), ..) => self.send(i),
             (55..=66, _, Some(i), _) => self.observe(i).await,
             (67..=70, Some(i), ..) => self.release(i).await,
+            (71..=72, Some(i), ..) if self.rng.bool() => self.time_out(i).await,
             (71..=72, .., Some(i)) => {
                 // Dropped: unsent (abandoned) or sent (its response lost).
                 let h = self.held.swap_remove(i);
@@ -517,6 +554,7 @@ async fn run_seed(srv: &RedisServer, seed: u64, window_s: u64, windows: Windows)
         up,
         clients,
         held,
+        late: Vec::new(),
         readings,
         trace,
         start,
