@@ -43,9 +43,12 @@ pub(crate) struct Quota {
     /// The latest calls settled unread. Kept across windows: a late reading of a grant of
     /// the last window may not count one.
     unread: VecDeque<Unread>,
-    /// The cost of the unread calls dropped from `unread` (the oldest), and the latest any of
-    /// them may reach the server.
-    unread_older: (u64, Nanos),
+    /// The unread calls dropped from `unread` (the oldest): those answered (settled as they
+    /// arrived) and those that may arrive later, apart, so that the second's arrival time
+    /// never makes the first count. Both forgotten at a new window, but for calls that may
+    /// still arrive.
+    older_answered: Folded,
+    older_arriving: Folded,
     /// The ledger when this window began: a reading of no grant may not count a call
     /// settled unread since.
     window_ledger: u64,
@@ -55,7 +58,7 @@ pub(crate) struct Quota {
 }
 
 /// A call settled without a reading.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Unread {
     /// The ledger when it was settled: a grant made after had its call sent after this one
     /// was answered, if it was.
@@ -64,6 +67,39 @@ struct Unread {
     /// The latest it may reach the server, if later than its settling (0): a call of an
     /// agent whose lease expired may still be on its way.
     arriving_by: Nanos,
+}
+
+impl Unread {
+    /// Whether it may have reached the server after the call of a grant with ledger `l`
+    /// made at `at`: settled after that grant, or may arrive after it was made.
+    fn may_follow(&self, l: u64, at: Nanos) -> bool {
+        self.settled >= l || self.arriving_by > at
+    }
+}
+
+/// Unread calls summed into one: their cost, the latest settling and arrival of any.
+#[derive(Debug, Clone, Copy, Default)]
+struct Folded {
+    last: Unread,
+}
+
+impl Folded {
+    fn add(&mut self, u: &Unread) {
+        self.last = Unread {
+            settled: self.last.settled.max(u.settled),
+            cost: self.last.cost.saturating_add(u.cost),
+            arriving_by: self.last.arriving_by.max(u.arriving_by),
+        };
+    }
+
+    /// The cost of calls that may still arrive after `now`.
+    fn arriving_after(&self, now: Nanos) -> u64 {
+        if self.last.arriving_by > now {
+            self.last.cost
+        } else {
+            0
+        }
+    }
 }
 
 /// The grant a response answers, as a reading needs it.
@@ -97,7 +133,8 @@ impl Quota {
             inflight: 0,
             floor: None,
             unread: VecDeque::new(),
-            unread_older: (0, 0),
+            older_answered: Folded::default(),
+            older_arriving: Folded::default(),
             window_ledger: 0,
             green_floor: 0,
             red_floor: 0,
@@ -144,11 +181,14 @@ impl Quota {
     }
 
     /// Starts a new window (its reset is anchored at the next grant unless a header says).
-    /// Calls still in flight may yet be counted in it.
-    pub fn roll(&mut self) {
-        self.floor = None;
+    /// Calls still in flight may yet be counted in it, and so may calls that got no
+    /// response and may still arrive.
+    pub fn roll(&mut self, now: Nanos) {
         self.window_ledger = self.ledger;
-        self.remaining = self.limit.saturating_sub(self.inflight);
+        let arriving = self.forget_older(now);
+        // As if read: what may still arrive stays out until a reading says.
+        self.floor = (arriving > 0).then(|| self.limit.saturating_sub(arriving));
+        self.recompute();
         self.reset_at = None;
         self.reset_known = false;
         self.reset_epoch = None;
@@ -194,8 +234,12 @@ impl Quota {
         if cost > 0 {
             if self.unread.len() == UNREAD_KEPT {
                 if let Some(u) = self.unread.pop_front() {
-                    let (c, by) = self.unread_older;
-                    self.unread_older = (c.saturating_add(u.cost), by.max(u.arriving_by));
+                    let older = if u.arriving_by == 0 {
+                        &mut self.older_answered
+                    } else {
+                        &mut self.older_arriving
+                    };
+                    older.add(&u);
                 }
             }
             self.unread.push_back(Unread {
@@ -214,23 +258,38 @@ impl Quota {
     /// grant's call, and its reading would not count them. One settled before the grant was
     /// made had reached the server before. A grant settled unread itself (by its call bound)
     /// is among them, but its reading counts it.
-    fn unread_since(&self, granted: Option<Answering>) -> u64 {
-        let (l, at) = granted.map_or((self.window_ledger, 0), |g| (g.ledger, g.granted_at));
-        let own = granted.map_or(0, |g| g.settled_unread);
-        let may_follow = |u: &Unread| u.settled >= l || u.arriving_by > at;
+    /// At a new window: forgets the folded unread calls but those that may still arrive;
+    /// returns the cost of every unread call that may still arrive after `now`.
+    fn forget_older(&mut self, now: Nanos) -> u64 {
+        self.older_answered = Folded::default();
+        let folded = self.older_arriving.arriving_after(now);
+        if folded == 0 {
+            self.older_arriving = Folded::default();
+        }
         let kept: u64 = self
             .unread
             .iter()
-            .filter(|u| may_follow(u))
+            .filter(|u| u.arriving_by > now)
             .map(|u| u.cost)
             .sum();
-        // Those dropped were settled no later than the oldest kept.
-        let (older, older_by) = self.unread_older;
-        let all = match self.unread.front() {
-            Some(first) if first.settled >= l || older_by > at => kept.saturating_add(older),
-            _ => kept,
-        };
-        all.saturating_sub(own)
+        kept.saturating_add(folded)
+    }
+
+    fn unread_since(&self, granted: Option<Answering>) -> u64 {
+        let (l, at) = granted.map_or((self.window_ledger, 0), |g| (g.ledger, g.granted_at));
+        let own = granted.map_or(0, |g| g.settled_unread);
+        let kept: u64 = self
+            .unread
+            .iter()
+            .filter(|u| u.may_follow(l, at))
+            .map(|u| u.cost)
+            .sum();
+        let older = [&self.older_answered, &self.older_arriving]
+            .into_iter()
+            .filter(|o| o.last.may_follow(l, at))
+            .map(|o| o.last.cost)
+            .sum::<u64>();
+        kept.saturating_add(older).saturating_sub(own)
     }
 
     /// Applies a response: its header reading (any of `limit`, `remaining`, `reset_at`, and
@@ -293,6 +352,7 @@ impl Quota {
         }
         if out.new_window {
             self.window_ledger = self.ledger;
+            self.forget_older(now);
         }
         if let Some(rem) = remaining {
             // A new window, or the first reading that replaces an assumed or changed limit,

@@ -147,7 +147,7 @@ impl ResourceState {
         if self.quota.expired(now) {
             // Agents paused until this reset come back now: pace them (G6).
             let spent = !self.quota.is_green();
-            self.quota.roll();
+            self.quota.roll(now);
             self.window_started = now;
             if spent {
                 self.block.pace_from(now, &self.cfg.retry_windows);
