@@ -94,10 +94,15 @@ pub(crate) struct Local {
     uncertain_conn: u64,
     lease_until: Duration,
     window_until: Duration,
-    /// The earliest window end read in a response while cut off (clock time, and unix ms),
-    /// until it passes: the server may not know it (the header never reached it), so no
-    /// reply sets a later end while it stands, and the view sent after a data loss says it.
-    heard_reset: Option<(Duration, u64)>,
+    /// The earliest window end read in a response while cut off, until it passes: the
+    /// server may not know it (the header never reached it), so no reply sets a later end
+    /// while it stands, and the view sent after a data loss says it. Clock time (taken a
+    /// second early, for the header's rounding), and on the server's clock (as read, if a
+    /// reply told the server's time).
+    heard_reset: Option<(Duration, Option<u64>)>,
+    /// The server's time in the newest reply, and when its call was sent: converts this
+    /// process's clock to the server's (no earlier than the server's).
+    server_clock: Option<(u64, Duration)>,
     block_until: Duration,
     /// The server's grant counter in the newest reply: an express grant's reading is
     /// reconciled from there (an older position only makes the reading count for less).
@@ -182,7 +187,7 @@ impl Local {
             state: self.state,
             epoch: self.epoch,
             reset_at_ms: match self.heard_reset {
-                Some((_, unix)) if self.reset_at_ms == 0 || unix < self.reset_at_ms => unix,
+                Some((_, Some(end))) if self.reset_at_ms == 0 || end < self.reset_at_ms => end,
                 _ => self.reset_at_ms,
             },
             pool: self.pool,
@@ -349,6 +354,7 @@ impl Local {
                 r.window_ms
             };
             self.window_until = t.sent_at + Duration::from_millis(to_reset);
+            self.server_clock = Some((r.now_ms, t.sent_at));
             match self.heard_reset {
                 Some((heard, _)) if heard > t.recv_at => {
                     self.window_until = self.window_until.min(heard);
@@ -505,12 +511,18 @@ impl Local {
     /// reset header moved earlier while this process was cut off, or one Redis lost with its
     /// data, is otherwise unknown here, and spending past it counts in the next window,
     /// which the server gives out whole.) Never later: a later header may be the next
-    /// window's. `unix_ms` is the same end on the wall clock, for the view. It stands until
-    /// it passes: a reply (even one to a call sent before it was heard) sets no later end.
-    pub fn hear_reset(&mut self, until: Duration, unix_ms: u64) {
+    /// window's. `end` is the end as read; `until` is it taken early for the header's
+    /// rounding. It stands until it passes: a reply (even one to a call sent before it was
+    /// heard) sets no later end. The view says `end` on the server's clock (a rebuild takes
+    /// it as the window's reset: early, it would roll before upstream).
+    pub fn hear_reset(&mut self, until: Duration, end: Duration) {
         self.window_until = self.window_until.min(until);
         if self.heard_reset.is_none_or(|(heard, _)| until < heard) {
-            self.heard_reset = Some((until, unix_ms));
+            let on_server = self.server_clock.map(|(server_ms, sent_at)| {
+                let ahead = u64::try_from(end.saturating_sub(sent_at).as_millis());
+                server_ms.saturating_add(ahead.unwrap_or(u64::MAX))
+            });
+            self.heard_reset = Some((until, on_server));
         }
     }
 

@@ -45,13 +45,19 @@ fn g7_offline_share_stops_a_call_bound_before_a_reset_read_offline() {
     let (clock, mut l) = told_30_s();
     let bound = Duration::from_secs(5);
     // A response read offline says it ends in 12 s (a header moved it earlier).
-    l.hear_reset(clock.now() + Duration::from_secs(12), 0);
+    l.hear_reset(
+        clock.now() + Duration::from_secs(12),
+        clock.now() + Duration::from_secs(13),
+    );
     clock.advance(Duration::from_secs(6));
     assert!(l.offline_acquire(1, clock.now(), bound).is_ok());
     clock.advance(Duration::from_secs(1));
     assert_refused(&mut l, &clock, bound);
     // A later one (the next window's) does not move it back.
-    l.hear_reset(clock.now() + Duration::from_secs(60), 0);
+    l.hear_reset(
+        clock.now() + Duration::from_secs(60),
+        clock.now() + Duration::from_secs(61),
+    );
     assert_refused(&mut l, &clock, bound);
 }
 
@@ -62,7 +68,10 @@ fn g7_a_late_reply_does_not_undo_a_reset_heard_offline() {
     let (clock, mut l) = told_30_s();
     let sent_before = at(&clock, 1);
     clock.advance(Duration::from_secs(1));
-    l.hear_reset(clock.now() + Duration::from_secs(12), 0); // ends at 13 s
+    l.hear_reset(
+        clock.now() + Duration::from_secs(12),
+        clock.now() + Duration::from_secs(13),
+    ); // ends at 13 s
     let slow = long_lease(11);
     l.apply(&slow, sent_before, 0, MARGIN);
     clock.advance(Duration::from_secs(8)); // 9 s: within a call bound (5 s) of 13 s
@@ -74,8 +83,13 @@ fn g7_a_late_reply_does_not_undo_a_reset_heard_offline() {
 #[test]
 fn g7_a_reset_heard_offline_stands_in_the_view_and_past_a_rejoin() {
     let (clock, mut l) = told_30_s(); // told: ends at server 1_030_000
-    l.hear_reset(clock.now() + Duration::from_secs(12), 1_012_000);
-    assert_eq!(l.view(0).reset_at_ms, 1_012_000);
+                                      // Read as ending in 13 s (taken a second early locally): on the server's clock, as
+                                      // read (a rebuild's window must not end before upstream's).
+    l.hear_reset(
+        clock.now() + Duration::from_secs(12),
+        clock.now() + Duration::from_secs(13),
+    );
+    assert_eq!(l.view(0).reset_at_ms, 1_013_000);
     clock.advance(Duration::from_secs(1));
     let rejoin = long_lease(12);
     l.apply(&rejoin, at(&clock, 1), 0, MARGIN);

@@ -96,14 +96,15 @@ impl SharedQuota {
         // The window's end as the response gives it (a header in whole seconds may be up to
         // one late); one already past describes an ended window.
         let reset_in = if args.reset_ms > unix {
-            Some((args.reset_ms - unix).saturating_sub(1000))
+            Some(args.reset_ms - unix)
         } else {
-            (args.reset_after_ms > 0).then(|| args.reset_after_ms.saturating_sub(1000))
+            (args.reset_after_ms > 0).then_some(args.reset_after_ms)
         };
         if let Some(reset_in) = reset_in {
-            let until = self.inner.clock.now() + Duration::from_millis(reset_in);
-            let unix_ms = unix.saturating_add(reset_in);
-            self.state.local.lock().hear_reset(until, unix_ms);
+            let now = self.inner.clock.now();
+            let end = now + Duration::from_millis(reset_in);
+            let until = now + Duration::from_millis(reset_in.saturating_sub(1000));
+            self.state.local.lock().hear_reset(until, end);
         }
         let mut block = Duration::from_millis(block_ms);
         if args.block_until_ms > 0 {

@@ -103,7 +103,9 @@ impl Observation {
     /// reset. The call counts as spent, and as still on its way until its call bound: the
     /// server may count it after calls granted later, whose readings would not count it.
     /// (A response without rate-limit headers, [`new`](Self::new), did reach the server.)
-    /// Its status is 0; it is neither a good response nor a limit.
+    /// Its status is 0, and any observation of status 0 is one; it is neither a good
+    /// response nor a limit. A request known not to have gone out (a refused connection) is
+    /// better released: its quota comes back.
     ///
     /// ```
     /// use resilience_core::governor::Observation;
