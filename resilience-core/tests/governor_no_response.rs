@@ -65,8 +65,8 @@ fn g1_a_call_with_no_response_before_the_reset_counts_in_the_new_window() {
 
 /// `headerless` calls answered without rate-limit headers in the last window, then 33
 /// timeouts in a burst, then a reading of 65 (upstream: 100 - 1 - 33 timeouts - 1).
-/// Counting every timeout twice leaves 32. The 33rd timeout is one more than the estimate
-/// keeps apart: the oldest are summed, and that sum must not hold the last window's calls.
+/// Counting every timeout twice leaves 32. The last window's calls, long arrived, must not
+/// count (once, a summed fold of the oldest unread calls made them count again).
 fn burst_after(headerless: usize) -> (u64, usize) {
     let rig = Rig::new(small(100, secs(60)));
     let a = rig.agent("data", Priority::P0);

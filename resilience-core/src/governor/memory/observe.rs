@@ -99,7 +99,7 @@ impl ResourceState {
             // No response: the request may reach the server until its call bound, after
             // calls granted later (their readings would not count it).
             let by = ns(g.granted_at()).saturating_add(self.timing.call_bound);
-            self.quota.spent_unread_arriving_by(cost, by);
+            self.quota.spent_unread_arriving_by(cost, by, n);
             answered = None;
         }
         self.touch(agent, n, false);

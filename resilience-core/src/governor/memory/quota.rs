@@ -18,10 +18,6 @@ use std::collections::VecDeque;
 /// Skew tolerated between two readings of the same `x-ratelimit-reset` (whole seconds).
 const SAME_RESET: Nanos = 2 * NANOS_PER_SEC;
 
-/// Calls settled unread kept apart (the oldest beyond count against every reading). Few in
-/// unit tests, so that their property test drops some.
-const UNREAD_KEPT: usize = if cfg!(test) { 3 } else { 32 };
-
 #[derive(Debug, Clone)]
 pub(crate) struct Quota {
     pub limit: u64,
@@ -40,15 +36,18 @@ pub(crate) struct Quota {
     /// The lowest reading of this window, less the cost of calls answered without one;
     /// `None` until a header is read in this window (the assumed limit stands).
     floor: Option<u64>,
-    /// The latest calls settled unread. Kept across windows: a late reading of a grant of
-    /// the last window may not count one.
+    /// The calls settled unread, each kept while a reading may still come that does not
+    /// count it: of a grant made before it was settled, or before it may arrive (no
+    /// response, or its agent's lease expired), within that grant's call bound. Across
+    /// windows too: a late reading of a grant of the last window may not count one.
     unread: VecDeque<Unread>,
-    /// The unread calls dropped from `unread` (the oldest): those answered (settled as they
-    /// arrived) and those that may arrive later, apart, so that the second's arrival time
-    /// never makes the first count. Both forgotten at a new window, but for calls that may
-    /// still arrive.
-    older_answered: Folded,
-    older_arriving: Folded,
+    /// [`Leases::call_bound`](crate::governor::Leases::call_bound).
+    call_bound: Nanos,
+    /// A reading was applied in this window.
+    read: bool,
+    /// At the roll, the cost of calls that may still arrive: kept out of the window until
+    /// its first reading (which does not count them if they arrive after it, `unread_since`).
+    roll_arriving: u64,
     /// The ledger when this window began: a reading of no grant may not count a call
     /// settled unread since.
     window_ledger: u64,
@@ -58,15 +57,17 @@ pub(crate) struct Quota {
 }
 
 /// A call settled without a reading.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Unread {
     /// The ledger when it was settled: a grant made after had its call sent after this one
     /// was answered, if it was.
     settled: u64,
     cost: u64,
-    /// The latest it may reach the server, if later than its settling (0): a call of an
-    /// agent whose lease expired may still be on its way.
+    /// The latest it may reach the server, if later than its settling (0): a call with no
+    /// response, or of an agent whose lease expired, may still be on its way.
     arriving_by: Nanos,
+    /// Past this, every reading still to come is of a grant made after it arrived.
+    keep_until: Nanos,
 }
 
 impl Unread {
@@ -74,31 +75,6 @@ impl Unread {
     /// made at `at`: settled after that grant, or may arrive after it was made.
     fn may_follow(&self, l: u64, at: Nanos) -> bool {
         self.settled >= l || self.arriving_by > at
-    }
-}
-
-/// Unread calls summed into one: their cost, the latest settling and arrival of any.
-#[derive(Debug, Clone, Copy, Default)]
-struct Folded {
-    last: Unread,
-}
-
-impl Folded {
-    fn add(&mut self, u: &Unread) {
-        self.last = Unread {
-            settled: self.last.settled.max(u.settled),
-            cost: self.last.cost.saturating_add(u.cost),
-            arriving_by: self.last.arriving_by.max(u.arriving_by),
-        };
-    }
-
-    /// The cost of calls that may still arrive after `now`.
-    fn arriving_after(&self, now: Nanos) -> u64 {
-        if self.last.arriving_by > now {
-            self.last.cost
-        } else {
-            0
-        }
     }
 }
 
@@ -121,7 +97,7 @@ pub(crate) struct Applied {
 }
 
 impl Quota {
-    pub fn new(assumed: &AssumedQuota, light: &TrafficLight) -> Self {
+    pub fn new(assumed: &AssumedQuota, light: &TrafficLight, call_bound: Nanos) -> Self {
         let mut q = Self {
             limit: assumed.limit,
             remaining: assumed.limit,
@@ -133,8 +109,9 @@ impl Quota {
             inflight: 0,
             floor: None,
             unread: VecDeque::new(),
-            older_answered: Folded::default(),
-            older_arriving: Folded::default(),
+            call_bound,
+            read: false,
+            roll_arriving: 0,
             window_ledger: 0,
             green_floor: 0,
             red_floor: 0,
@@ -182,22 +159,34 @@ impl Quota {
 
     /// Starts a new window (its reset is anchored at the next grant unless a header says).
     /// Calls still in flight may yet be counted in it, and so may calls that got no
-    /// response and may still arrive.
+    /// response and may still arrive: those stay out until the window's first reading. With
+    /// any, the window is anchored a window after the last may arrive (no grant may come to
+    /// anchor it: it would never end).
     pub fn roll(&mut self, now: Nanos) {
+        self.floor = None;
+        self.read = false;
         self.window_ledger = self.ledger;
-        let arriving = self.forget_older(now);
-        // As if read: what may still arrive stays out until a reading says.
-        self.floor = (arriving > 0).then(|| self.limit.saturating_sub(arriving));
-        self.recompute();
-        self.reset_at = None;
+        self.prune_unread(now);
+        let late = self.unread.iter().filter(|u| u.arriving_by > now);
+        let (cost, last) = late.fold((0u64, 0), |(c, l), u| {
+            (c.saturating_add(u.cost), l.max(u.arriving_by))
+        });
+        self.roll_arriving = cost;
+        self.reset_at = (cost > 0).then(|| last.saturating_add(self.window));
         self.reset_known = false;
         self.reset_epoch = None;
+        self.recompute();
     }
 
     /// The estimate from the floor (or the assumed limit) and the cost in flight.
     #[inline]
     fn recompute(&mut self) {
-        let top = self.floor.unwrap_or(self.limit).min(self.limit);
+        let arriving = if self.read { 0 } else { self.roll_arriving };
+        let top = self
+            .floor
+            .unwrap_or(self.limit)
+            .min(self.limit)
+            .saturating_sub(arriving);
         self.remaining = top.saturating_sub(self.inflight);
     }
 
@@ -222,30 +211,22 @@ impl Quota {
 
     /// Calls of `cost` were made but will bring no reading (answered without headers, or
     /// past their call bound): counted as spent.
-    pub fn spent_unread(&mut self, cost: u64) {
-        self.spent_unread_arriving_by(cost, 0);
+    pub fn spent_unread(&mut self, cost: u64, now: Nanos) {
+        self.spent_unread_arriving_by(cost, 0, now);
     }
 
     /// As [`spent_unread`](Self::spent_unread), for calls that may still reach the server
-    /// until `arriving_by` (their agent's lease expired within their call bound): a later
-    /// grant's reading may not count them either.
-    pub fn spent_unread_arriving_by(&mut self, cost: u64, arriving_by: Nanos) {
+    /// until `arriving_by` (no response, or their agent's lease expired within their call
+    /// bound): a later grant's reading may not count them either.
+    pub fn spent_unread_arriving_by(&mut self, cost: u64, arriving_by: Nanos, now: Nanos) {
         self.inflight = self.inflight.saturating_sub(cost);
         if cost > 0 {
-            if self.unread.len() == UNREAD_KEPT {
-                if let Some(u) = self.unread.pop_front() {
-                    let older = if u.arriving_by == 0 {
-                        &mut self.older_answered
-                    } else {
-                        &mut self.older_arriving
-                    };
-                    older.add(&u);
-                }
-            }
+            self.prune_unread(now);
             self.unread.push_back(Unread {
                 settled: self.ledger,
                 cost,
                 arriving_by,
+                keep_until: now.max(arriving_by).saturating_add(self.call_bound),
             });
         }
         let floor = self.floor.unwrap_or(self.limit);
@@ -253,43 +234,26 @@ impl Quota {
         self.recompute();
     }
 
+    /// Forgets the calls settled unread that no reading still to come can miss.
+    fn prune_unread(&mut self, now: Nanos) {
+        self.unread.retain(|u| u.keep_until > now);
+    }
+
     /// The cost of the calls settled unread since the grant `granted` was made (since the
     /// window began, for a reading of no grant): they may have reached the server after that
     /// grant's call, and its reading would not count them. One settled before the grant was
-    /// made had reached the server before. A grant settled unread itself (by its call bound)
-    /// is among them, but its reading counts it.
-    /// At a new window: forgets the folded unread calls but those that may still arrive;
-    /// returns the cost of every unread call that may still arrive after `now`.
-    fn forget_older(&mut self, now: Nanos) -> u64 {
-        self.older_answered = Folded::default();
-        let folded = self.older_arriving.arriving_after(now);
-        if folded == 0 {
-            self.older_arriving = Folded::default();
-        }
-        let kept: u64 = self
-            .unread
-            .iter()
-            .filter(|u| u.arriving_by > now)
-            .map(|u| u.cost)
-            .sum();
-        kept.saturating_add(folded)
-    }
-
+    /// made had reached the server before, unless it may arrive later. A grant settled
+    /// unread itself (by its call bound) is among them, but its reading counts it.
     fn unread_since(&self, granted: Option<Answering>) -> u64 {
         let (l, at) = granted.map_or((self.window_ledger, 0), |g| (g.ledger, g.granted_at));
         let own = granted.map_or(0, |g| g.settled_unread);
-        let kept: u64 = self
+        let all: u64 = self
             .unread
             .iter()
             .filter(|u| u.may_follow(l, at))
             .map(|u| u.cost)
             .sum();
-        let older = [&self.older_answered, &self.older_arriving]
-            .into_iter()
-            .filter(|o| o.last.may_follow(l, at))
-            .map(|o| o.last.cost)
-            .sum::<u64>();
-        kept.saturating_add(older).saturating_sub(own)
+        all.saturating_sub(own)
     }
 
     /// Applies a response: its header reading (any of `limit`, `remaining`, `reset_at`, and
@@ -317,13 +281,13 @@ impl Quota {
                 self.inflight = self.inflight.saturating_sub(answered);
                 self.recompute();
             } else {
-                self.spent_unread(answered);
+                self.spent_unread(answered, now);
             }
             return out;
         }
         if remaining.is_none() {
             // No reading: the call counts as spent.
-            self.spent_unread(answered);
+            self.spent_unread(answered, now);
         } else {
             self.inflight = self.inflight.saturating_sub(answered);
         }
@@ -352,12 +316,12 @@ impl Quota {
         }
         if out.new_window {
             self.window_ledger = self.ledger;
-            self.forget_older(now);
         }
         if let Some(rem) = remaining {
             // A new window, or the first reading that replaces an assumed or changed limit,
             // starts the floor afresh; otherwise the server's count only falls.
             let rem = rem.saturating_sub(self.unread_since(granted));
+            self.read = true;
             self.floor = match self.floor {
                 Some(f) if !out.new_window && !out.limit_changed => Some(f.min(rem)),
                 _ => Some(rem),

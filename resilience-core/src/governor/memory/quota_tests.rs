@@ -46,7 +46,7 @@ proptest! {
     ) {
         let light = TrafficLight::default();
         let assumed = AssumedQuota { limit, window: Duration::from_secs(3600) };
-        let mut q = Quota::new(&assumed, &light);
+        let mut q = Quota::new(&assumed, &light, 30 * 1_000_000_000);
         let (mut server, mut on_way, mut arrived) = (limit, Vec::<Call>::new(), Vec::<Call>::new());
         for op in ops {
             match op {
@@ -67,7 +67,7 @@ proptest! {
                     if read {
                         let _ = q.apply(None, Some(c.reading), None, None, Some(Answering { ledger: c.ledger, granted_at: 0, settled_unread: 0 }), Some(c.cost), 0, &light);
                     } else {
-                        q.spent_unread(c.cost);
+                        q.spent_unread(c.cost, 0);
                     }
                 }
                 Op::Release(i) if !on_way.is_empty() => {

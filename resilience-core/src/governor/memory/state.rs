@@ -86,7 +86,7 @@ impl ResourceState {
         Self {
             id,
             name,
-            quota: Quota::new(&cfg.quota, &cfg.traffic_light),
+            quota: Quota::new(&cfg.quota, &cfg.traffic_light, timing.call_bound),
             pool: Pool::default(),
             breaker: Breaker::default(),
             cascade: Cascade::default(),
@@ -171,7 +171,8 @@ impl ResourceState {
                     // count them as spent, by calls that may yet arrive within their bound.
                     self.inflight = self.inflight.saturating_sub(u.inflight);
                     let by = now.saturating_add(self.timing.call_bound);
-                    self.quota.spent_unread_arriving_by(u.inflight_cost, by);
+                    self.quota
+                        .spent_unread_arriving_by(u.inflight_cost, by, now);
                     u.inflight = 0;
                     u.inflight_cost = 0;
                     u.flights.clear();
@@ -558,7 +559,7 @@ impl ResourceState {
         }
         self.inflight = self.inflight.saturating_sub(calls);
         if spent > 0 {
-            self.quota.spent_unread(spent);
+            self.quota.spent_unread(spent, now);
         }
         if elsewhere > 0 {
             self.quota.refund(elsewhere);
