@@ -48,9 +48,10 @@ pub(crate) struct Quota {
     /// At the roll, the cost of calls that may still arrive: kept out of the window until
     /// its first reading (which does not count them if they arrive after it, `unread_since`).
     roll_arriving: u64,
-    /// The ledger when this window began: a reading of no grant may not count a call
-    /// settled unread since.
+    /// The ledger and the time when this window began: a reading of no grant is taken as of
+    /// then (it may not count a call settled unread since, or that may arrive since).
     window_ledger: u64,
+    window_began: Nanos,
     /// `remaining >= green_floor` is green; `remaining < red_floor` is red.
     green_floor: u64,
     red_floor: u64,
@@ -113,6 +114,7 @@ impl Quota {
             read: false,
             roll_arriving: 0,
             window_ledger: 0,
+            window_began: 0,
             green_floor: 0,
             red_floor: 0,
         };
@@ -166,6 +168,7 @@ impl Quota {
         self.floor = None;
         self.read = false;
         self.window_ledger = self.ledger;
+        self.window_began = now;
         self.prune_unread(now);
         let late = self.unread.iter().filter(|u| u.arriving_by > now);
         let (cost, last) = late.fold((0u64, 0), |(c, l), u| {
@@ -245,7 +248,8 @@ impl Quota {
     /// made had reached the server before, unless it may arrive later. A grant settled
     /// unread itself (by its call bound) is among them, but its reading counts it.
     fn unread_since(&self, granted: Option<Answering>) -> u64 {
-        let (l, at) = granted.map_or((self.window_ledger, 0), |g| (g.ledger, g.granted_at));
+        let of_window = (self.window_ledger, self.window_began);
+        let (l, at) = granted.map_or(of_window, |g| (g.ledger, g.granted_at));
         let own = granted.map_or(0, |g| g.settled_unread);
         let all: u64 = self
             .unread
@@ -272,6 +276,7 @@ impl Quota {
         light: &TrafficLight,
     ) -> Applied {
         let mut out = Applied::default();
+        self.prune_unread(now);
         let stale = reset_at.is_some_and(|r| r <= now);
         let answered = answered.unwrap_or(0);
         if stale {
@@ -316,6 +321,7 @@ impl Quota {
         }
         if out.new_window {
             self.window_ledger = self.ledger;
+            self.window_began = now;
         }
         if let Some(rem) = remaining {
             // A new window, or the first reading that replaces an assumed or changed limit,
