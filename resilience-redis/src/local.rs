@@ -35,6 +35,15 @@ pub(crate) struct LeaseId {
 /// base, so the script reads it as such (never as one of the new state's leases).
 pub(crate) const LOST_LEASE: u64 = 1;
 
+/// A window end read in a response while cut off ([`Local::hear_reset`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeardEnd {
+    /// An epoch header (unix ms, upstream's clock, which the script compares resets with).
+    Epoch(u64),
+    /// A delta from when it was read: this clock's time.
+    At(Duration),
+}
+
 /// Why an offline acquire was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OfflineRefusal {
@@ -513,15 +522,19 @@ impl Local {
     /// which the server gives out whole.) Never later: a later header may be the next
     /// window's. `end` is the end as read; `until` is it taken early for the header's
     /// rounding. It stands until it passes: a reply (even one to a call sent before it was
-    /// heard) sets no later end. The view says `end` on the server's clock (a rebuild takes
-    /// it as the window's reset: early, it would roll before upstream).
-    pub fn hear_reset(&mut self, until: Duration, end: Duration) {
+    /// heard) sets no later end. The view says `end` as the server reads resets (a rebuild
+    /// takes it as the window's reset: early, it would roll before upstream): an epoch
+    /// header as read, as the script takes it; a delta from now on the server's clock.
+    pub fn hear_reset(&mut self, until: Duration, end: HeardEnd) {
         self.window_until = self.window_until.min(until);
         if self.heard_reset.is_none_or(|(heard, _)| until < heard) {
-            let on_server = self.server_clock.map(|(server_ms, sent_at)| {
-                let ahead = u64::try_from(end.saturating_sub(sent_at).as_millis());
-                server_ms.saturating_add(ahead.unwrap_or(u64::MAX))
-            });
+            let on_server = match end {
+                HeardEnd::Epoch(ms) => Some(ms),
+                HeardEnd::At(end) => self.server_clock.map(|(server_ms, sent_at)| {
+                    let ahead = u64::try_from(end.saturating_sub(sent_at).as_millis());
+                    server_ms.saturating_add(ahead.unwrap_or(u64::MAX))
+                }),
+            };
             self.heard_reset = Some((until, on_server));
         }
     }

@@ -47,7 +47,7 @@ fn g7_offline_share_stops_a_call_bound_before_a_reset_read_offline() {
     // A response read offline says it ends in 12 s (a header moved it earlier).
     l.hear_reset(
         clock.now() + Duration::from_secs(12),
-        clock.now() + Duration::from_secs(13),
+        HeardEnd::At(clock.now() + Duration::from_secs(13)),
     );
     clock.advance(Duration::from_secs(6));
     assert!(l.offline_acquire(1, clock.now(), bound).is_ok());
@@ -56,7 +56,7 @@ fn g7_offline_share_stops_a_call_bound_before_a_reset_read_offline() {
     // A later one (the next window's) does not move it back.
     l.hear_reset(
         clock.now() + Duration::from_secs(60),
-        clock.now() + Duration::from_secs(61),
+        HeardEnd::At(clock.now() + Duration::from_secs(61)),
     );
     assert_refused(&mut l, &clock, bound);
 }
@@ -70,7 +70,7 @@ fn g7_a_late_reply_does_not_undo_a_reset_heard_offline() {
     clock.advance(Duration::from_secs(1));
     l.hear_reset(
         clock.now() + Duration::from_secs(12),
-        clock.now() + Duration::from_secs(13),
+        HeardEnd::At(clock.now() + Duration::from_secs(13)),
     ); // ends at 13 s
     let slow = long_lease(11);
     l.apply(&slow, sent_before, 0, MARGIN);
@@ -87,7 +87,7 @@ fn g7_a_reset_heard_offline_stands_in_the_view_and_past_a_rejoin() {
                                       // read (a rebuild's window must not end before upstream's).
     l.hear_reset(
         clock.now() + Duration::from_secs(12),
-        clock.now() + Duration::from_secs(13),
+        HeardEnd::At(clock.now() + Duration::from_secs(13)),
     );
     assert_eq!(l.view(0).reset_at_ms, 1_013_000);
     clock.advance(Duration::from_secs(1));

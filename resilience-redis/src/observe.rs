@@ -3,6 +3,7 @@
 use crate::config::RedisQuotaConfig;
 use crate::grant::QuotaGrant;
 use crate::grant::Settled;
+use crate::local::HeardEnd;
 use crate::quota::ms;
 use crate::resource::SharedQuota;
 use crate::script::{Backoff, ObserveArgs};
@@ -102,7 +103,11 @@ impl SharedQuota {
         };
         if let Some(reset_in) = reset_in {
             let now = self.inner.clock.now();
-            let end = now + Duration::from_millis(reset_in);
+            let end = if args.reset_ms > unix {
+                HeardEnd::Epoch(args.reset_ms)
+            } else {
+                HeardEnd::At(now + Duration::from_millis(reset_in))
+            };
             let until = now + Duration::from_millis(reset_in.saturating_sub(1000));
             self.state.local.lock().hear_reset(until, end);
         }

@@ -8,6 +8,7 @@ use common::proxy::Proxy;
 use common::server::{prefix, server, RedisServer};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{LinkState, QuotaDecision};
+use std::sync::Arc;
 
 fn key(p: &str, k: &str) -> String {
     format!("{{{p}:core}}:{k}")
@@ -107,20 +108,21 @@ async fn g7_a_rebuild_takes_the_heard_reset_as_read() {
     );
 }
 
-/// This host's wall clock, `behind` the Redis server's (README: "Time is Redis's (TIME), so
-/// host clocks may disagree").
+/// This host's wall clock, `behind` or `ahead` of the Redis server's (README: "Time is
+/// Redis's (TIME), so host clocks may disagree").
 #[derive(Debug)]
-struct Behind {
+struct Skewed {
     inner: resilience_core::clock::BootClock,
     behind: std::time::Duration,
+    ahead: std::time::Duration,
 }
 
-impl resilience_core::clock::Clock for Behind {
+impl resilience_core::clock::Clock for Skewed {
     fn now(&self) -> std::time::Duration {
         self.inner.now()
     }
     fn unix_time(&self) -> std::time::Duration {
-        self.inner.unix_time().saturating_sub(self.behind)
+        (self.inner.unix_time() + self.ahead).saturating_sub(self.behind)
     }
 }
 
@@ -150,7 +152,6 @@ async fn g7_a_delta_reset_heard_with_clocks_agreeing_is_rebuilt() {
 
 async fn delta_heard_then_loss(behind_ms: u64, name: &str) -> Option<(i64, usize)> {
     use resilience_core::governor::ResetAt;
-    use std::sync::Arc;
     let srv = server()?;
     let p = prefix(name);
     let proxy = Proxy::start(&srv.url).await;
@@ -159,9 +160,10 @@ async fn delta_heard_then_loss(behind_ms: u64, name: &str) -> Option<(i64, usize
         .lease_ttl(MS(30_000))
         .call_bound(MS(400))
         .express(None, 1);
-    let clock = Arc::new(Behind {
+    let clock = Arc::new(Skewed {
         inner: resilience_core::clock::BootClock::new(),
         behind: MS(behind_ms),
+        ahead: MS(0),
     });
     let ra = resilience_redis::RedisQuota::connect_with(
         a_cfg,
@@ -213,4 +215,125 @@ async fn delta_heard_then_loss(behind_ms: u64, name: &str) -> Option<(i64, usize
     }
     eprintln!("behind {behind_ms} ms: pool seen {seen}; rebuilt {rebuilt}, reset_at {reset_at}; granted {}", granted.len());
     Some((rebuilt, granted.len()))
+}
+
+/// Returns (header reset ms, rebuilt reset_at ms, grants just past the rebuilt end, whether
+/// that was before the header's reset).
+async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, usize, bool)> {
+    let srv = server()?;
+    let p = prefix(name);
+    let proxy = Proxy::start(&srv.url).await;
+    let a_cfg = cfg(&proxy.url, &p, "a")
+        .reserve_share_permille(500)
+        .lease_ttl(MS(60_000))
+        .call_bound(MS(400))
+        .express(None, 1);
+    let clock = Arc::new(Skewed {
+        inner: resilience_core::clock::BootClock::new(),
+        behind: MS(0),
+        ahead: MS(ahead_ms),
+    });
+    let ra = resilience_redis::RedisQuota::connect_with(
+        a_cfg,
+        clock,
+        Arc::new(resilience_core::sleep::TokioSleeper),
+    )
+    .await
+    .expect("connect");
+    let a = ra
+        .resource("core", resilience_redis::QuotaSpec::new(100, MS(3_600_000)))
+        .await
+        .expect("resource");
+    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
+    a.observe(Some(g), &Observation::new(200))
+        .await
+        .expect("observe");
+    proxy.cut();
+    let mut spent = None;
+    for _ in 0..100 {
+        if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
+            if g.is_offline() {
+                spent = Some(g);
+                break;
+            }
+        }
+        tokio::time::sleep(MS(20)).await;
+    }
+    assert_eq!(ra.link_state(), LinkState::Degraded);
+    let spent = spent.expect("an offline grant");
+    // Upstream (and Redis, on the same host as the test) is on the true clock: its window
+    // ends in ~30 s, 40 left.
+    let reset_s = (unix_now() + MS(30_000)).as_secs() + 1;
+    let headers = [
+        ("x-ratelimit-limit", "100".to_owned()),
+        ("x-ratelimit-remaining", "40".to_owned()),
+        ("x-ratelimit-reset", reset_s.to_string()),
+    ];
+    let _ = a
+        .observe(Some(spent), &Observation::from_headers(200, headers))
+        .await;
+    let del = ["q", "l", "e", "h", "r"].map(|k| key(&p, k)).join(" ");
+    srv.cmd(&format!("DEL {del}")).expect("delete");
+    proxy.restore();
+    rejoined(&ra, &a).await;
+    let _ = a.renew().await;
+    let reset_at = srv
+        .cmd(&format!(
+            "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).reset_at\" 1 {}",
+            key(&p, "q")
+        ))
+        .unwrap_or_default()
+        .trim()
+        .trim_start_matches(':')
+        .parse::<u64>()
+        .expect("reset_at");
+    eprintln!(
+        "ahead {ahead_ms} ms: header reset {} ms, rebuilt reset_at {reset_at} ms",
+        reset_s * 1000
+    );
+    let wake = reset_at + 150;
+    let now = unix_now().as_millis() as u64;
+    if wake > now && wake - now < 40_000 {
+        tokio::time::sleep(MS(wake - now)).await;
+    }
+    let before_r = (unix_now().as_millis() as u64) < reset_s * 1000;
+    let mut granted = Vec::new();
+    while let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
+        granted.push(g);
+        if granted.len() > 200 {
+            break;
+        }
+    }
+    eprintln!(
+        "granted {} just past the rebuilt end; before upstream's reset: {before_r}",
+        granted.len()
+    );
+    Some((reset_s * 1000, reset_at, granted.len(), before_r))
+}
+
+/// This host's wall clock 20 s ahead of Redis's (and upstream's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_an_epoch_reset_heard_on_a_host_ahead_of_redis_is_rebuilt_as_read() {
+    let Some((header, rebuilt, granted, before_r)) = epoch_heard_then_loss(20_000, "-ahead").await
+    else {
+        return;
+    };
+    assert!(
+        rebuilt >= header,
+        "rebuilt window ends at {rebuilt}, {} ms before the header's {header}: granted {granted} then (before upstream's reset: {before_r}), with <= 40 left upstream",
+        header.saturating_sub(rebuilt)
+    );
+}
+
+/// Control: the clocks agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_an_epoch_reset_heard_with_clocks_agreeing_is_rebuilt_as_read() {
+    let Some((header, rebuilt, granted, before_r)) = epoch_heard_then_loss(0, "-agree").await
+    else {
+        return;
+    };
+    assert!(
+        rebuilt >= header,
+        "rebuilt {rebuilt} < header {header} (granted {granted}, {before_r})"
+    );
 }
