@@ -5,27 +5,8 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{Decision, Observation, Priority, Request, ResourceConfig};
+use resilience_core::governor::{Observation, Priority, Request, ResourceConfig};
 use std::time::Duration;
-
-fn small(limit: u64, window: Duration) -> ResourceConfig {
-    let mut c = light_only();
-    c.quota.limit = limit;
-    c.quota.window = window;
-    c
-}
-
-fn grants_left(rig: &Rig, a: resilience_core::governor::AgentId) -> usize {
-    let mut n = 0;
-    while let Decision::Go(g) = rig.decide(a, &Request::read()) {
-        n += 1;
-        drop(g); // kept in flight: a grant neither observed nor released
-        if n > 50 {
-            break;
-        }
-    }
-    n
-}
 
 /// The newest call's response overtakes nine older ones still in flight: its reading
 /// counts only itself, so the nine are still to be spent.

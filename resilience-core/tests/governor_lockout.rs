@@ -5,14 +5,6 @@ mod governor_support;
 
 use governor_support::*;
 use resilience_core::governor::{Observation, Priority, Request, ResourceConfig};
-use std::time::Duration;
-
-fn small(limit: u64, window: Duration) -> ResourceConfig {
-    let mut c = light_only();
-    c.quota.limit = limit;
-    c.quota.window = window;
-    c
-}
 
 /// A late 403 "remaining 0" from a window that is already over used to exhaust the new
 /// window; with the window rolled (no reset known) nothing was ever granted again.

@@ -4,29 +4,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{
-    AgentId, Decision, Observation, Priority, Request, ResourceConfig,
-};
-use std::time::Duration;
-
-fn small(limit: u64, window: Duration) -> ResourceConfig {
-    let mut c = light_only();
-    c.quota.limit = limit;
-    c.quota.window = window;
-    c
-}
-
-fn grants_left(rig: &Rig, a: AgentId) -> usize {
-    let mut n = 0;
-    while let Decision::Go(g) = rig.decide(a, &Request::read()) {
-        n += 1;
-        drop(g);
-        if n > 50 {
-            break;
-        }
-    }
-    n
-}
+use resilience_core::governor::{Observation, Priority, Request};
 
 /// Control: a call still in flight at the reset is kept out of the new window.
 #[test]

@@ -5,15 +5,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{Observation, Priority, Request, ResourceConfig};
-use std::time::Duration;
-
-fn small(limit: u64, window: Duration) -> ResourceConfig {
-    let mut c = light_only();
-    c.quota.limit = limit;
-    c.quota.window = window;
-    c
-}
+use resilience_core::governor::{Observation, Priority, Request};
 
 fn remaining(rig: &Rig) -> u64 {
     rig.gov.snapshot(rig.core).unwrap().remaining

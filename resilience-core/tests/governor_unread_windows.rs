@@ -5,34 +5,7 @@
 mod governor_support;
 
 use governor_support::*;
-use resilience_core::governor::{
-    AgentId, Decision, Observation, Priority, Request, ResourceConfig,
-};
-use std::time::Duration;
-
-fn small(limit: u64, window: Duration) -> ResourceConfig {
-    let mut c = light_only();
-    c.quota.limit = limit;
-    c.quota.window = window;
-    c
-}
-
-fn grants_left(rig: &Rig, a: AgentId) -> usize {
-    let mut n = 0;
-    while let Decision::Go(g) = rig.decide(a, &Request::read()) {
-        n += 1;
-        drop(g);
-        if n > 200 {
-            break;
-        }
-    }
-    n
-}
-
-fn timeout(rig: &Rig, a: AgentId) {
-    let g = go(rig.decide(a, &Request::read()));
-    let _ = rig.gov.observe(g, &Observation::no_response());
-}
+use resilience_core::governor::{Decision, Observation, Priority, Request};
 
 /// 40 timeouts at 1 s (bound 31 s: all arrived long before), one timeout at 50 s (may
 /// arrive until 80 s), then 32 headerless calls (once, a summed fold of the oldest unread

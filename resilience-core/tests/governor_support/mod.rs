@@ -228,6 +228,34 @@ pub fn breaker_only() -> ResourceConfig {
 }
 
 /// Only G1 active: no pool reservations, no predictive breaker, no pacing rules.
+/// `light_only` with a quota of `limit` per `window`.
+pub fn small(limit: u64, window: Duration) -> ResourceConfig {
+    let mut c = light_only();
+    c.quota.limit = limit;
+    c.quota.window = window;
+    c
+}
+
+/// Grants reads to `a` until refused (at most 200), each kept in flight (neither observed
+/// nor released); how many.
+pub fn grants_left(rig: &Rig, a: AgentId) -> usize {
+    let mut n = 0;
+    while let Decision::Go(g) = rig.decide(a, &resilience_core::governor::Request::read()) {
+        n += 1;
+        drop(g);
+        if n > 200 {
+            break;
+        }
+    }
+    n
+}
+
+/// A read granted to `a` whose request got no response (a timeout).
+pub fn timeout(rig: &Rig, a: AgentId) {
+    let g = go(rig.decide(a, &resilience_core::governor::Request::read()));
+    let _ = rig.gov.observe(g, &Observation::no_response());
+}
+
 pub fn light_only() -> ResourceConfig {
     let mut c = ResourceConfig::default();
     c.token_pool.reservation = [0.0; 3];
