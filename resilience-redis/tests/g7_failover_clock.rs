@@ -10,36 +10,17 @@
 mod common;
 
 use common::node::{cfg, go, quota, MS};
-use common::server::{prefix, server, RedisServer};
+use common::server::{prefix, server, state_key, RedisServer};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{RedisQuota, SharedQuota};
 
 /// How far ahead the lost state's clock was: three hours, in ms.
 const AHEAD_MS: u64 = 10_800_000;
 
-fn key(p: &str, k: &str) -> String {
-    format!("{{{p}:core}}:{k}")
-}
-
-/// One integer field of the state, read on the server.
-fn state_field(srv: &RedisServer, p: &str, field: &str) -> i64 {
-    let answer = srv
-        .cmd(&format!(
-            "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).{field}\" 1 {}",
-            key(p, "q")
-        ))
-        .unwrap_or_default();
-    answer
-        .trim()
-        .trim_start_matches(':')
-        .parse()
-        .unwrap_or_else(|_| panic!("{field}: {answer}"))
-}
-
 /// The epoch of `node`'s lease on the server.
 fn lease_epoch(srv: &RedisServer, p: &str, node: &str) -> u64 {
     let v = srv
-        .cmd(&format!("HGET {} {node}", key(p, "l")))
+        .cmd(&format!("HGET {} {node}", state_key(p, "l")))
         .unwrap_or_default();
     v.split(':')
         .next()
@@ -83,7 +64,7 @@ async fn lost_state_ahead(srv: &RedisServer, p: &str) -> Lost {
     let seen_by_b = b.1.snapshot().await.expect("b").pool;
     assert!(seen_by_b <= 100, "{seen_by_b}");
     let b_lost = lease_epoch(srv, p, "b");
-    let del = ["q", "l", "e", "h", "r"].map(|k| key(p, k)).join(" ");
+    let del = ["q", "l", "e", "h", "r"].map(|k| state_key(p, k)).join(" ");
     srv.cmd(&format!("DEL {del}")).expect("delete");
     Lost {
         a,
@@ -95,14 +76,14 @@ async fn lost_state_ahead(srv: &RedisServer, p: &str) -> Lost {
 
 /// The new state counts from below b's lost lease; b's rejoin lowers its pool to what b saw.
 async fn b_rejoins(srv: &RedisServer, p: &str, lost: &Lost) {
-    let seq = state_field(srv, p, "seq");
+    let seq = srv.state_field(p, "seq");
     assert!(
         seq < lost.b_lost as i64,
         "the new state counts from below b's lost lease ({seq} against {})",
         lost.b_lost
     );
     lost.b.1.renew().await.expect("b rejoins");
-    let pool = state_field(srv, p, "pool");
+    let pool = srv.state_field(p, "pool");
     assert!(
         pool <= lost.seen_by_b as i64,
         "the rebuilt pool ({pool}) is above what b knew was left ({})",
@@ -119,7 +100,7 @@ async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_from_every_view() 
     a.renew().await.expect("a rejoins");
     b_rejoins(&srv, &p, &lost).await;
     let back = srv
-        .cmd(&format!("SCARD {}", key(&p, "r")))
+        .cmd(&format!("SCARD {}", state_key(&p, "r")))
         .unwrap_or_default();
     assert_eq!(
         back.trim(),
@@ -127,7 +108,7 @@ async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_from_every_view() 
         "both processes count as back from the lost state"
     );
     assert_eq!(
-        state_field(&srv, &p, "recover_until"),
+        srv.state_field(&p, "recover_until"),
         0,
         "every process the rebuild knew is back: the pool is open again"
     );
@@ -146,7 +127,7 @@ async fn g7_a_loss_to_a_host_whose_clock_is_behind_is_rebuilt_after_a_new_proces
     let c = cfg(&srv.url, &p, "c").reserve_share_permille(0);
     let (_rc, c) = quota(c, 1_000, MS(3_600_000)).await;
     touch(&c).await;
-    let pool = state_field(&srv, &p, "pool");
+    let pool = srv.state_field(&p, "pool");
     assert_eq!(pool, 1_000, "c knew no window: the new state starts whole");
     // b's first word from the new state names no lease (a snapshot): b still sends what it
     // knew of the lost one when it rejoins (review helper-38: the snapshot's whole pool
@@ -165,14 +146,14 @@ async fn g7_a_state_rolled_back_behind_a_reply_is_rebuilt_as_a_loss() {
     let p = prefix("rolled-back");
     let (_ra, a) = unreserved(&srv, &p, "a").await;
     touch(&a).await;
-    let id = state_field(&srv, &p, "id");
+    let id = srv.state_field(&p, "id");
     save(&srv, &p, "q");
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 900, "{seen}");
     restore(&srv, &p, "q");
     a.renew().await.expect("renew");
-    assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
+    assert_ne!(srv.state_field(&p, "id"), id, "a new state");
     assert_rebuilt_within(&srv, &p, seen);
 }
 
@@ -188,7 +169,7 @@ async fn unreserved(srv: &RedisServer, p: &str, name: &str) -> (RedisQuota, Shar
 
 /// The state was rebuilt no higher than `seen`, the pool a process last read.
 fn assert_rebuilt_within(srv: &RedisServer, p: &str, seen: u64) {
-    let pool = state_field(srv, p, "pool");
+    let pool = srv.state_field(p, "pool");
     assert!(
         pool <= seen as i64,
         "the rebuilt pool ({pool}) is above what the process saw ({seen})"
@@ -198,7 +179,11 @@ fn assert_rebuilt_within(srv: &RedisServer, p: &str, seen: u64) {
 /// Copies `k` (a key of the resource) aside, to restore it later.
 fn save(srv: &RedisServer, p: &str, k: &str) {
     let answer = srv
-        .cmd(&format!("COPY {} {}-copy", key(p, k), key(p, k)))
+        .cmd(&format!(
+            "COPY {} {}-copy",
+            state_key(p, k),
+            state_key(p, k)
+        ))
         .unwrap_or_default();
     assert_eq!(answer.trim(), ":1", "{answer}");
 }
@@ -206,7 +191,11 @@ fn save(srv: &RedisServer, p: &str, k: &str) {
 /// Puts the copy of `k` back, as a failover to a replica behind it, or a restore, would.
 fn restore(srv: &RedisServer, p: &str, k: &str) {
     let answer = srv
-        .cmd(&format!("COPY {}-copy {} REPLACE", key(p, k), key(p, k)))
+        .cmd(&format!(
+            "COPY {}-copy {} REPLACE",
+            state_key(p, k),
+            state_key(p, k)
+        ))
         .unwrap_or_default();
     assert_eq!(answer.trim(), ":1", "{answer}");
 }
@@ -224,16 +213,16 @@ async fn g7_a_rollback_is_found_after_other_processes_moved_the_state_past_it() 
     let (_rb, b) = unreserved(&srv, &p, "b").await;
     touch(&a).await;
     touch(&b).await;
-    let id = state_field(&srv, &p, "id");
+    let id = srv.state_field(&p, "id");
     save(&srv, &p, "q");
     save(&srv, &p, "l");
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 900, "{seen}");
     roll_back_then_busy(&srv, &p, &b).await;
-    assert_eq!(state_field(&srv, &p, "id"), id, "b saw nothing lost");
+    assert_eq!(srv.state_field(&p, "id"), id, "b saw nothing lost");
     a.renew().await.expect("renew");
-    assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
+    assert_ne!(srv.state_field(&p, "id"), id, "a new state");
     assert_rebuilt_within(&srv, &p, seen);
 }
 
@@ -247,22 +236,22 @@ async fn g7_a_replaced_state_that_comes_back_is_rebuilt_as_a_loss() {
     let p = prefix("came-back");
     let (_ra, a) = unreserved(&srv, &p, "a").await;
     touch(&a).await;
-    let old = state_field(&srv, &p, "id");
+    let old = srv.state_field(&p, "id");
     save(&srv, &p, "q");
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100"));
     let answer = srv
-        .cmd(&format!("DEL {}", key(&p, "q")))
+        .cmd(&format!("DEL {}", state_key(&p, "q")))
         .unwrap_or_default();
     assert_eq!(answer.trim(), ":1", "{answer}");
     a.renew().await.expect("renew");
-    let new = state_field(&srv, &p, "id");
+    let new = srv.state_field(&p, "id");
     assert_ne!(new, old, "a new state");
     let _spent = go(a.try_acquire(100, Priority::P1).await.expect("100 more"));
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 800, "{seen}");
     restore(&srv, &p, "q");
     a.renew().await.expect("renew");
-    let id = state_field(&srv, &p, "id");
+    let id = srv.state_field(&p, "id");
     assert!(id != old && id != new, "rebuilt: {id} ({old} came back)");
     assert_rebuilt_within(&srv, &p, seen);
 }
@@ -277,7 +266,7 @@ async fn g7_a_rollback_is_found_by_a_lease_the_restored_state_never_issued() {
     let p = prefix("rolled-back-unissued");
     let (_rb, b) = unreserved(&srv, &p, "b").await;
     touch(&b).await;
-    let id = state_field(&srv, &p, "id");
+    let id = srv.state_field(&p, "id");
     save(&srv, &p, "q");
     save(&srv, &p, "l");
     let (_ra, a) = unreserved(&srv, &p, "a").await;
@@ -285,19 +274,19 @@ async fn g7_a_rollback_is_found_by_a_lease_the_restored_state_never_issued() {
     let seen = a.snapshot().await.expect("a").pool;
     assert!(seen <= 900, "{seen}");
     roll_back_then_busy(&srv, &p, &b).await;
-    assert_eq!(state_field(&srv, &p, "id"), id, "b saw nothing lost");
+    assert_eq!(srv.state_field(&p, "id"), id, "b saw nothing lost");
     a.renew().await.expect("renew");
-    assert_ne!(state_field(&srv, &p, "id"), id, "a new state");
+    assert_ne!(srv.state_field(&p, "id"), id, "a new state");
     assert_rebuilt_within(&srv, &p, seen);
 }
 
 /// Restores the state and leases saved, as a rollback would, then `b` (idle since before
 /// they were saved) calls until the state's counter is past where it was before.
 async fn roll_back_then_busy(srv: &RedisServer, p: &str, b: &SharedQuota) {
-    let lost_calls = state_field(srv, p, "ops");
+    let lost_calls = srv.state_field(p, "ops");
     restore(srv, p, "q");
     restore(srv, p, "l");
-    while state_field(srv, p, "ops") <= lost_calls + 2 {
+    while srv.state_field(p, "ops") <= lost_calls + 2 {
         b.snapshot().await.expect("b");
     }
 }

@@ -3,30 +3,12 @@
 
 mod common;
 
-use common::node::{cfg, go, quota, rejoined, unix_now, MS};
+use common::node::{cfg, go, offline_grant, quota, rejoined, unix_now, MS};
 use common::proxy::Proxy;
-use common::server::{prefix, server, RedisServer};
+use common::server::{prefix, server, state_key};
 use resilience_core::governor::{Observation, Priority};
 use resilience_redis::{LinkState, QuotaDecision};
 use std::sync::Arc;
-
-fn key(p: &str, k: &str) -> String {
-    format!("{{{p}:core}}:{k}")
-}
-
-fn state_field(srv: &RedisServer, p: &str, field: &str) -> i64 {
-    let answer = srv
-        .cmd(&format!(
-            "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).{field}\" 1 {}",
-            key(p, "q")
-        ))
-        .unwrap_or_default();
-    answer
-        .trim()
-        .trim_start_matches(':')
-        .parse()
-        .unwrap_or_else(|_| panic!("{field}: {answer}"))
-}
 
 /// A process cut off reads `x-ratelimit-reset: R` (40 left). Redis then loses its data; the
 /// process rejoins and the window is rebuilt from its view. Upstream's window may last until
@@ -49,16 +31,7 @@ async fn g7_a_rebuild_takes_the_heard_reset_as_read() {
         .await
         .expect("observe");
     proxy.cut();
-    let mut spent = None;
-    for _ in 0..100 {
-        if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-            if g.is_offline() {
-                spent = Some(g);
-                break;
-            }
-        }
-        tokio::time::sleep(MS(20)).await;
-    }
+    let spent = offline_grant(&a).await;
     assert_eq!(ra.link_state(), LinkState::Degraded);
     let spent = spent.expect("an offline grant");
     let reset_s = (unix_now() + MS(4_000)).as_secs() + 1;
@@ -71,12 +44,14 @@ async fn g7_a_rebuild_takes_the_heard_reset_as_read() {
         .observe(Some(spent), &Observation::from_headers(200, headers))
         .await;
     // Redis loses its data.
-    let del = ["q", "l", "e", "h", "r"].map(|k| key(&p, k)).join(" ");
+    let del = ["q", "l", "e", "h", "r"]
+        .map(|k| state_key(&p, k))
+        .join(" ");
     srv.cmd(&format!("DEL {del}")).expect("delete");
     proxy.restore();
     rejoined(&ra, &a).await;
     let _ = a.renew().await;
-    let reset_at = state_field(&srv, &p, "reset_at") as u64;
+    let reset_at = srv.state_field(&p, "reset_at") as u64;
     eprintln!(
         "header reset {} ms, rebuilt reset_at {reset_at} ms",
         reset_s * 1000
@@ -182,16 +157,7 @@ async fn delta_heard_then_loss(behind_ms: u64, name: &str) -> Option<(i64, usize
         .expect("observe");
     let seen = a.snapshot().await.expect("snapshot").pool;
     proxy.cut();
-    let mut spent = None;
-    for _ in 0..100 {
-        if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-            if g.is_offline() {
-                spent = Some(g);
-                break;
-            }
-        }
-        tokio::time::sleep(MS(20)).await;
-    }
+    let spent = offline_grant(&a).await;
     assert_eq!(ra.link_state(), LinkState::Degraded);
     let spent = spent.expect("an offline grant");
     let obs = Observation::new(200)
@@ -199,13 +165,15 @@ async fn delta_heard_then_loss(behind_ms: u64, name: &str) -> Option<(i64, usize
         .with_remaining(40)
         .with_reset(ResetAt::After(10));
     let _ = a.observe(Some(spent), &obs).await;
-    let del = ["q", "l", "e", "h", "r"].map(|k| key(&p, k)).join(" ");
+    let del = ["q", "l", "e", "h", "r"]
+        .map(|k| state_key(&p, k))
+        .join(" ");
     srv.cmd(&format!("DEL {del}")).expect("delete");
     proxy.restore();
     rejoined(&ra, &a).await;
     let _ = a.renew().await;
-    let rebuilt = state_field(&srv, &p, "rebuilt");
-    let reset_at = state_field(&srv, &p, "reset_at");
+    let rebuilt = srv.state_field(&p, "rebuilt");
+    let reset_at = srv.state_field(&p, "reset_at");
     let mut granted = Vec::new();
     while let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
         granted.push(g);
@@ -249,16 +217,7 @@ async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, u
         .await
         .expect("observe");
     proxy.cut();
-    let mut spent = None;
-    for _ in 0..100 {
-        if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-            if g.is_offline() {
-                spent = Some(g);
-                break;
-            }
-        }
-        tokio::time::sleep(MS(20)).await;
-    }
+    let spent = offline_grant(&a).await;
     assert_eq!(ra.link_state(), LinkState::Degraded);
     let spent = spent.expect("an offline grant");
     // Upstream (and Redis, on the same host as the test) is on the true clock: its window
@@ -272,7 +231,9 @@ async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, u
     let _ = a
         .observe(Some(spent), &Observation::from_headers(200, headers))
         .await;
-    let del = ["q", "l", "e", "h", "r"].map(|k| key(&p, k)).join(" ");
+    let del = ["q", "l", "e", "h", "r"]
+        .map(|k| state_key(&p, k))
+        .join(" ");
     srv.cmd(&format!("DEL {del}")).expect("delete");
     proxy.restore();
     rejoined(&ra, &a).await;
@@ -280,7 +241,7 @@ async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, u
     let reset_at = srv
         .cmd(&format!(
             "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).reset_at\" 1 {}",
-            key(&p, "q")
+            state_key(&p, "q")
         ))
         .unwrap_or_default()
         .trim()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::node::{cfg, go, quota, unix_now, MS};
+use common::node::{cfg, go, offline_grant, quota, unix_now, MS};
 use common::proxy::Proxy;
 use common::server::{prefix, server};
 use resilience_core::governor::{Observation, Priority};
@@ -220,16 +220,7 @@ async fn g7_offline_spending_stops_before_a_reset_read_while_cut_off() {
         .expect("observe");
     assert!(a.snapshot().await.expect("snapshot").reserved > 1);
     proxy.cut();
-    let mut spent = None;
-    for _ in 0..100 {
-        if let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-            if g.is_offline() {
-                spent = Some(g);
-                break;
-            }
-        }
-        tokio::time::sleep(MS(20)).await;
-    }
+    let spent = offline_grant(&a).await;
     assert_eq!(ra.link_state(), LinkState::Degraded);
     let spent = spent.expect("an offline grant: the window ends in an hour");
     // Its response: the window ends in 1.5 to 2.5 s (whole seconds, rounded up).

@@ -76,3 +76,16 @@ pub async fn assert_reading_keeps_in_flight(q: &SharedQuota, in_flight: u64) {
     let s = q.snapshot().await.expect("snapshot");
     assert_eq!(s.pool, 90 - in_flight - s.reserved_total - s.held, "{s:?}");
 }
+
+/// Asks until `q` (cut off from Redis) grants a call offline, for up to 2 s.
+pub async fn offline_grant(q: &SharedQuota) -> Option<QuotaGrant> {
+    for _ in 0..100 {
+        if let Ok(QuotaDecision::Go(g)) = q.try_acquire(1, Priority::P1).await {
+            if g.is_offline() {
+                return Some(g);
+            }
+        }
+        tokio::time::sleep(MS(20)).await;
+    }
+    None
+}

@@ -82,6 +82,11 @@ pub fn prefix(test: &str) -> String {
     )
 }
 
+/// The key `k` of resource `core` under prefix `p`.
+pub fn state_key(p: &str, k: &str) -> String {
+    format!("{{{p}:core}}:{k}")
+}
+
 impl RedisServer {
     fn start() -> Self {
         // The port is free when chosen, but another process may take it before the server
@@ -196,6 +201,21 @@ impl RedisServer {
     }
 
     /// One inline command over a raw socket; the whole reply, or `None` if unreachable.
+    /// One integer field of resource `core`'s state under prefix `p`, read on the server.
+    pub fn state_field(&self, p: &str, field: &str) -> i64 {
+        let answer = self
+            .cmd(&format!(
+                "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).{field}\" 1 {}",
+                state_key(p, "q")
+            ))
+            .unwrap_or_default();
+        answer
+            .trim()
+            .trim_start_matches(':')
+            .parse()
+            .unwrap_or_else(|_| panic!("{field}: {answer}"))
+    }
+
     pub fn cmd(&self, line: &str) -> Option<String> {
         let addr = self.url.trim_start_matches("redis://");
         let addr = addr.rsplit('@').next()?.split('/').next()?;
