@@ -1,194 +1,50 @@
 //! G7: the reset a process heard while cut off, in the view a rebuild takes after a data
-//! loss: as read (not the offline stop's early second), on the server's clock.
+//! loss: as read (not the offline stop's early second), as the server reads resets (an
+//! epoch header as read; a delta on the server's clock), whatever this host's clock says.
 
 mod common;
 
-use common::node::{cfg, go, offline_grant, quota, rejoined, unix_now, MS};
+use common::node::{cfg, go, offline_grant, rejoined, unix_now, MS};
 use common::proxy::Proxy;
-use common::server::{prefix, server, state_key};
-use resilience_core::governor::{Observation, Priority};
-use resilience_redis::{LinkState, QuotaDecision};
+use common::server::{prefix, server, state_key, RedisServer};
+use resilience_core::clock::{BootClock, Clock};
+use resilience_core::governor::{Observation, Priority, ResetAt};
+use resilience_core::sleep::TokioSleeper;
+use resilience_redis::{LinkState, QuotaSpec, RedisQuota};
 use std::sync::Arc;
+use std::time::Duration;
 
-/// A process cut off reads `x-ratelimit-reset: R` (40 left). Redis then loses its data; the
-/// process rejoins and the window is rebuilt from its view. Upstream's window may last until
-/// R itself (the header is whole seconds, rounded up), so the view says R, not R - 1 s (the
-/// offline stop's early second): a rebuilt window ending then gave out a whole new pool
-/// inside upstream's old one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_a_rebuild_takes_the_heard_reset_as_read() {
-    let Some(srv) = server() else { return };
-    let p = prefix("heard-view");
-    let proxy = Proxy::start(&srv.url).await;
-    let a_cfg = cfg(&proxy.url, &p, "a")
-        .reserve_share_permille(500)
-        .lease_ttl(MS(30_000))
-        .call_bound(MS(400))
-        .express(None, 1);
-    let (ra, a) = quota(a_cfg, 100, MS(3_600_000)).await;
-    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
-    a.observe(Some(g), &Observation::new(200))
-        .await
-        .expect("observe");
-    proxy.cut();
-    let spent = offline_grant(&a).await;
-    assert_eq!(ra.link_state(), LinkState::Degraded);
-    let spent = spent.expect("an offline grant");
-    let reset_s = (unix_now() + MS(4_000)).as_secs() + 1;
-    let headers = [
-        ("x-ratelimit-limit", "100".to_owned()),
-        ("x-ratelimit-remaining", "40".to_owned()),
-        ("x-ratelimit-reset", reset_s.to_string()),
-    ];
-    let _ = a
-        .observe(Some(spent), &Observation::from_headers(200, headers))
-        .await;
-    // Redis loses its data.
-    let del = ["q", "l", "e", "h", "r"]
-        .map(|k| state_key(&p, k))
-        .join(" ");
-    srv.cmd(&format!("DEL {del}")).expect("delete");
-    proxy.restore();
-    rejoined(&ra, &a).await;
-    let _ = a.renew().await;
-    let reset_at = srv.state_field(&p, "reset_at") as u64;
-    eprintln!(
-        "header reset {} ms, rebuilt reset_at {reset_at} ms",
-        reset_s * 1000
-    );
-    // Just past the rebuilt end, before upstream's (R): what is given out?
-    let wake = reset_at + 150;
-    let now = unix_now().as_millis() as u64;
-    if wake > now {
-        tokio::time::sleep(MS(wake - now)).await;
-    }
-    let before_r = (unix_now().as_millis() as u64) < reset_s * 1000;
-    let mut granted = Vec::new();
-    while let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-        granted.push(g);
-        if granted.len() > 200 {
-            break;
-        }
-    }
-    eprintln!(
-        "granted {} before upstream's reset: {before_r}",
-        granted.len()
-    );
-    assert!(
-        reset_at >= reset_s * 1000,
-        "the rebuilt window ends at {reset_at}, before the header's {} (granted {} at +{} ms, before it: {before_r}, with <= 40 left upstream)",
-        reset_s * 1000,
-        granted.len(),
-        wake.saturating_sub(reset_s * 1000 - 1000)
-    );
-}
-
-/// This host's wall clock, `behind` or `ahead` of the Redis server's (README: "Time is
-/// Redis's (TIME), so host clocks may disagree").
+/// This host's wall clock, `ahead` of the Redis server's (negative: behind; README: "Time
+/// is Redis's (TIME), so host clocks may disagree").
 #[derive(Debug)]
 struct Skewed {
-    inner: resilience_core::clock::BootClock,
-    behind: std::time::Duration,
-    ahead: std::time::Duration,
+    inner: BootClock,
+    ahead_ms: i64,
 }
 
-impl resilience_core::clock::Clock for Skewed {
-    fn now(&self) -> std::time::Duration {
+impl Clock for Skewed {
+    fn now(&self) -> Duration {
         self.inner.now()
     }
-    fn unix_time(&self) -> std::time::Duration {
-        (self.inner.unix_time() + self.ahead).saturating_sub(self.behind)
-    }
-}
-
-/// The same with a delta reset (`ResetAt::After`, the IETF fields; the squad's shared
-/// observation sends only these) on a host whose clock is 20 s behind Redis's. Upstream's
-/// window ends in 10 s with 40 left. Sent on this host's clock, the view's reset was 11 s in
-/// the server's past: the rebuild read the window as over and started a fresh one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_a_delta_reset_heard_on_a_host_behind_redis_is_rebuilt_on_the_servers_clock() {
-    let Some((rebuilt, granted)) = delta_heard_then_loss(20_000, "heard-skew").await else {
-        return;
-    };
-    assert!(
-        rebuilt != 0,
-        "a live window (10 s left upstream, an hour as told) read as ended: no rebuild, {granted} granted at once"
-    );
-}
-
-/// Control: the same with the clocks agreeing: the window is rebuilt.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_a_delta_reset_heard_with_clocks_agreeing_is_rebuilt() {
-    let Some((rebuilt, granted)) = delta_heard_then_loss(0, "heard-noskew").await else {
-        return;
-    };
-    assert!(rebuilt != 0, "rebuilt {rebuilt}, granted {granted}");
-}
-
-async fn delta_heard_then_loss(behind_ms: u64, name: &str) -> Option<(i64, usize)> {
-    use resilience_core::governor::ResetAt;
-    let srv = server()?;
-    let p = prefix(name);
-    let proxy = Proxy::start(&srv.url).await;
-    let a_cfg = cfg(&proxy.url, &p, "a")
-        .reserve_share_permille(500)
-        .lease_ttl(MS(30_000))
-        .call_bound(MS(400))
-        .express(None, 1);
-    let clock = Arc::new(Skewed {
-        inner: resilience_core::clock::BootClock::new(),
-        behind: MS(behind_ms),
-        ahead: MS(0),
-    });
-    let ra = resilience_redis::RedisQuota::connect_with(
-        a_cfg,
-        clock,
-        Arc::new(resilience_core::sleep::TokioSleeper),
-    )
-    .await
-    .expect("connect");
-    let a = ra
-        .resource("core", resilience_redis::QuotaSpec::new(100, MS(3_600_000)))
-        .await
-        .expect("resource");
-    let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
-    a.observe(Some(g), &Observation::new(200))
-        .await
-        .expect("observe");
-    let seen = a.snapshot().await.expect("snapshot").pool;
-    proxy.cut();
-    let spent = offline_grant(&a).await;
-    assert_eq!(ra.link_state(), LinkState::Degraded);
-    let spent = spent.expect("an offline grant");
-    let obs = Observation::new(200)
-        .with_limit(100)
-        .with_remaining(40)
-        .with_reset(ResetAt::After(10));
-    let _ = a.observe(Some(spent), &obs).await;
-    let del = ["q", "l", "e", "h", "r"]
-        .map(|k| state_key(&p, k))
-        .join(" ");
-    srv.cmd(&format!("DEL {del}")).expect("delete");
-    proxy.restore();
-    rejoined(&ra, &a).await;
-    let _ = a.renew().await;
-    let rebuilt = srv.state_field(&p, "rebuilt");
-    let reset_at = srv.state_field(&p, "reset_at");
-    let mut granted = Vec::new();
-    while let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-        granted.push(g);
-        if granted.len() > 200 {
-            break;
+    fn unix_time(&self) -> Duration {
+        let skew = MS(self.ahead_ms.unsigned_abs());
+        if self.ahead_ms >= 0 {
+            self.inner.unix_time() + skew
+        } else {
+            self.inner.unix_time().saturating_sub(skew)
         }
     }
-    eprintln!("behind {behind_ms} ms: pool seen {seen}; rebuilt {rebuilt}, reset_at {reset_at}; granted {}", granted.len());
-    Some((rebuilt, granted.len()))
 }
 
-/// Returns (header reset ms, rebuilt reset_at ms, grants just past the rebuilt end, whether
-/// that was before the header's reset).
-async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, usize, bool)> {
-    let srv = server()?;
+/// A process on a host `ahead_ms` ahead of Redis is cut off, reads `heard` (40 left) for an
+/// offline grant, and Redis loses its data; the process rejoins and the window is rebuilt
+/// from its view. The rebuilt state's `rebuilt` and `reset_at` fields.
+async fn heard_then_lost(
+    srv: &RedisServer,
+    name: &str,
+    ahead_ms: i64,
+    heard: Observation,
+) -> (i64, u64) {
     let p = prefix(name);
     let proxy = Proxy::start(&srv.url).await;
     let a_cfg = cfg(&proxy.url, &p, "a")
@@ -197,19 +53,14 @@ async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, u
         .call_bound(MS(400))
         .express(None, 1);
     let clock = Arc::new(Skewed {
-        inner: resilience_core::clock::BootClock::new(),
-        behind: MS(0),
-        ahead: MS(ahead_ms),
+        inner: BootClock::new(),
+        ahead_ms,
     });
-    let ra = resilience_redis::RedisQuota::connect_with(
-        a_cfg,
-        clock,
-        Arc::new(resilience_core::sleep::TokioSleeper),
-    )
-    .await
-    .expect("connect");
+    let ra = RedisQuota::connect_with(a_cfg, clock, Arc::new(TokioSleeper))
+        .await
+        .expect("connect");
     let a = ra
-        .resource("core", resilience_redis::QuotaSpec::new(100, MS(3_600_000)))
+        .resource("core", QuotaSpec::new(100, MS(3_600_000)))
         .await
         .expect("resource");
     let g = go(a.try_acquire(1, Priority::P1).await.expect("a"));
@@ -219,18 +70,7 @@ async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, u
     proxy.cut();
     let spent = offline_grant(&a).await;
     assert_eq!(ra.link_state(), LinkState::Degraded);
-    let spent = spent.expect("an offline grant");
-    // Upstream (and Redis, on the same host as the test) is on the true clock: its window
-    // ends in ~30 s, 40 left.
-    let reset_s = (unix_now() + MS(30_000)).as_secs() + 1;
-    let headers = [
-        ("x-ratelimit-limit", "100".to_owned()),
-        ("x-ratelimit-remaining", "40".to_owned()),
-        ("x-ratelimit-reset", reset_s.to_string()),
-    ];
-    let _ = a
-        .observe(Some(spent), &Observation::from_headers(200, headers))
-        .await;
+    let _ = a.observe(spent, &heard).await;
     let del = ["q", "l", "e", "h", "r"]
         .map(|k| state_key(&p, k))
         .join(" ");
@@ -238,63 +78,68 @@ async fn epoch_heard_then_loss(ahead_ms: u64, name: &str) -> Option<(u64, u64, u
     proxy.restore();
     rejoined(&ra, &a).await;
     let _ = a.renew().await;
-    let reset_at = srv
-        .cmd(&format!(
-            "EVAL \"return cmsgpack.unpack(redis.call('GET', KEYS[1])).reset_at\" 1 {}",
-            state_key(&p, "q")
-        ))
-        .unwrap_or_default()
-        .trim()
-        .trim_start_matches(':')
-        .parse::<u64>()
-        .expect("reset_at");
-    eprintln!(
-        "ahead {ahead_ms} ms: header reset {} ms, rebuilt reset_at {reset_at} ms",
-        reset_s * 1000
-    );
-    let wake = reset_at + 150;
-    let now = unix_now().as_millis() as u64;
-    if wake > now && wake - now < 40_000 {
-        tokio::time::sleep(MS(wake - now)).await;
-    }
-    let before_r = (unix_now().as_millis() as u64) < reset_s * 1000;
-    let mut granted = Vec::new();
-    while let Ok(QuotaDecision::Go(g)) = a.try_acquire(1, Priority::P1).await {
-        granted.push(g);
-        if granted.len() > 200 {
-            break;
-        }
-    }
-    eprintln!(
-        "granted {} just past the rebuilt end; before upstream's reset: {before_r}",
-        granted.len()
-    );
-    Some((reset_s * 1000, reset_at, granted.len(), before_r))
+    let rebuilt = srv.state_field(&p, "rebuilt");
+    let reset_at = u64::try_from(srv.state_field(&p, "reset_at")).expect("reset_at");
+    (rebuilt, reset_at)
 }
 
-/// This host's wall clock 20 s ahead of Redis's (and upstream's).
+/// `x-ratelimit-reset` `secs` from now on the true clock (upstream's and Redis's), 40 left;
+/// the header's value in ms.
+fn epoch_reading(secs: u64) -> (Observation, u64) {
+    let reset_s = (unix_now() + MS(secs * 1000)).as_secs() + 1;
+    let headers = [
+        ("x-ratelimit-limit", "100".to_owned()),
+        ("x-ratelimit-remaining", "40".to_owned()),
+        ("x-ratelimit-reset", reset_s.to_string()),
+    ];
+    (Observation::from_headers(200, headers), reset_s * 1000)
+}
+
+/// Upstream's window may last until the header's reset R itself (whole seconds, rounded
+/// up), so the view says R, not R - 1 s (the offline stop's early second): a rebuilt window
+/// ending then gave out a whole new pool inside upstream's old one (100 with 40 left).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_a_rebuild_takes_the_heard_reset_as_read() {
+    let Some(srv) = server() else { return };
+    let (heard, header) = epoch_reading(4);
+    let (_, reset_at) = heard_then_lost(&srv, "heard-view", 0, heard).await;
+    assert!(
+        reset_at >= header,
+        "rebuilt reset {reset_at}, header {header}"
+    );
+}
+
+/// On a host 20 s ahead of Redis: an epoch header is upstream's clock, which the script
+/// compares resets with. Through this host's clock, the rebuilt window ended 20 s early.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g7_an_epoch_reset_heard_on_a_host_ahead_of_redis_is_rebuilt_as_read() {
-    let Some((header, rebuilt, granted, before_r)) = epoch_heard_then_loss(20_000, "-ahead").await
-    else {
-        return;
-    };
+    let Some(srv) = server() else { return };
+    let (heard, header) = epoch_reading(30);
+    let (_, reset_at) = heard_then_lost(&srv, "heard-ahead", 20_000, heard).await;
     assert!(
-        rebuilt >= header,
-        "rebuilt window ends at {rebuilt}, {} ms before the header's {header}: granted {granted} then (before upstream's reset: {before_r}), with <= 40 left upstream",
-        header.saturating_sub(rebuilt)
+        reset_at >= header,
+        "rebuilt reset {reset_at}, {} ms before the header's {header}",
+        header.saturating_sub(reset_at)
     );
 }
 
-/// Control: the clocks agree.
+/// A delta reset (`ResetAt::After`, the IETF fields; the squad's shared observation sends
+/// only these) on a host 20 s behind Redis: upstream's window ends in 10 s. On this host's
+/// clock, the view's reset was 11 s in the server's past: the rebuild read the window as
+/// over and started a fresh one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g7_an_epoch_reset_heard_with_clocks_agreeing_is_rebuilt_as_read() {
-    let Some((header, rebuilt, granted, before_r)) = epoch_heard_then_loss(0, "-agree").await
-    else {
-        return;
-    };
+async fn g7_a_delta_reset_heard_on_a_host_behind_redis_is_rebuilt_on_the_servers_clock() {
+    let Some(srv) = server() else { return };
+    let heard = Observation::new(200)
+        .with_limit(100)
+        .with_remaining(40)
+        .with_reset(ResetAt::After(10));
+    let before = unix_now();
+    let (rebuilt, reset_at) = heard_then_lost(&srv, "heard-behind", -20_000, heard).await;
+    assert!(rebuilt != 0, "a live window read as ended");
+    let ten_s = u64::try_from((before + MS(10_000)).as_millis()).expect("ms");
     assert!(
-        rebuilt >= header,
-        "rebuilt {rebuilt} < header {header} (granted {granted}, {before_r})"
+        reset_at >= ten_s,
+        "rebuilt reset {reset_at}, 10 s from the reading {ten_s}"
     );
 }
