@@ -264,7 +264,7 @@ impl ResourceState {
             name: self.name.clone(),
             limit,
             remaining: self.quota.remaining,
-            reset_in: self.quota.reset_at.map(|r| dur(r.saturating_sub(now))),
+            reset_in: self.quota.ends_at().map(|r| dur(r.saturating_sub(now))),
             zone: self.quota.zone(),
             blocked_for: self.block.blocked(now).then(|| dur(self.block.until - now)),
             breaker_open: self.breaker.open,

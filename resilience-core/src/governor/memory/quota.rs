@@ -24,6 +24,9 @@ pub(crate) struct Quota {
     pub remaining: u64,
     /// Clock time of the reset; `None` until the first grant anchors an assumed window.
     pub reset_at: Option<Nanos>,
+    /// The end of a window no grant has anchored yet, if its roll kept calls out (those
+    /// that may still arrive): a grant anchors it as usual; without one it still ends.
+    unanchored_end: Option<Nanos>,
     /// Whether `reset_at` came from a header (else it is assumed).
     reset_known: bool,
     /// The header's `x-ratelimit-reset` (epoch seconds) behind `reset_at`, when it was one.
@@ -103,6 +106,7 @@ impl Quota {
             limit: assumed.limit,
             remaining: assumed.limit,
             reset_at: None,
+            unanchored_end: None,
             reset_known: false,
             reset_epoch: None,
             window: ns(assumed.window),
@@ -150,20 +154,28 @@ impl Quota {
     /// Time until reset (an assumed full window if not anchored yet).
     #[inline]
     pub fn time_to_reset(&self, now: Nanos) -> Nanos {
-        self.reset_at.map_or(self.window, |r| r.saturating_sub(now))
+        self.ends_at()
+            .map_or(self.window, |r| r.saturating_sub(now))
+    }
+
+    /// When the window ends, if known (anchored, or its roll's fallback).
+    #[inline]
+    pub fn ends_at(&self) -> Option<Nanos> {
+        self.reset_at.or(self.unanchored_end)
     }
 
     /// Whether the window has reset by `now`.
     #[inline]
     pub fn expired(&self, now: Nanos) -> bool {
-        self.reset_at.is_some_and(|r| now >= r)
+        self.ends_at().is_some_and(|r| now >= r)
     }
 
     /// Starts a new window (its reset is anchored at the next grant unless a header says).
     /// Calls still in flight may yet be counted in it, and so may calls that got no
     /// response and may still arrive: those stay out until the window's first reading. With
-    /// any, the window is anchored a window after the last may arrive (no grant may come to
-    /// anchor it: it would never end).
+    /// any, the window ends a window after the last may arrive unless a grant anchors it
+    /// first (no grant may come: it would never end; anchored there for good, a grant long
+    /// after the reset started upstream's window later than it ended here).
     pub fn roll(&mut self, now: Nanos) {
         self.floor = None;
         self.read = false;
@@ -175,7 +187,8 @@ impl Quota {
             (c.saturating_add(u.cost), l.max(u.arriving_by))
         });
         self.roll_arriving = cost;
-        self.reset_at = (cost > 0).then(|| last.saturating_add(self.window));
+        self.reset_at = None;
+        self.unanchored_end = (cost > 0).then(|| last.saturating_add(self.window));
         self.reset_known = false;
         self.reset_epoch = None;
         self.recompute();
@@ -198,6 +211,7 @@ impl Quota {
     pub fn charge(&mut self, cost: u64, now: Nanos) -> u64 {
         if self.reset_at.is_none() {
             self.reset_at = Some(now.saturating_add(self.window));
+            self.unanchored_end = None;
         }
         self.remaining = self.remaining.saturating_sub(cost);
         self.inflight = self.inflight.saturating_add(cost);
@@ -319,6 +333,9 @@ impl Quota {
                 self.reset_epoch = epoch;
             }
         }
+        // What the reading may not count, as of the window it was taken in (a reading of no
+        // grant that opens a new window: as of the old one's start).
+        let cut = self.unread_since(granted);
         if out.new_window {
             self.window_ledger = self.ledger;
             self.window_began = now;
@@ -326,7 +343,7 @@ impl Quota {
         if let Some(rem) = remaining {
             // A new window, or the first reading that replaces an assumed or changed limit,
             // starts the floor afresh; otherwise the server's count only falls.
-            let rem = rem.saturating_sub(self.unread_since(granted));
+            let rem = rem.saturating_sub(cut);
             self.read = true;
             self.floor = match self.floor {
                 Some(f) if !out.new_window && !out.limit_changed => Some(f.min(rem)),

@@ -198,7 +198,7 @@ impl ResourceState {
 
     /// Recomputes the cached thresholds of the fast path.
     pub fn refresh(&mut self, now: Nanos) {
-        self.due = self.next_sweep.min(self.quota.reset_at.unwrap_or(NEVER));
+        self.due = self.next_sweep.min(self.quota.ends_at().unwrap_or(NEVER));
         self.calm_after = self.block.until.max(self.block.recovery_until);
         let _ = now;
     }
