@@ -8,11 +8,11 @@ use governor_support::*;
 use resilience_core::governor::{Decision, Observation, Priority, Request};
 
 /// 40 timeouts at 1 s (bound 31 s: all arrived long before), one timeout at 50 s (may
-/// arrive until 80 s), then 32 headerless calls (once, a summed fold of the oldest unread
-/// calls took the late one's bound for all of them). A reading
-/// at 52 s of a grant made then: upstream 100 - 1 - 40 - 1 - 32 - 1 = 25 (the late
-/// timeout counted or not: >= 24 genuinely left). `late_timeout` false is the control.
-fn fold_case(late: bool) -> (u64, usize, u64, usize) {
+/// arrive until 80 s; with `late` false, a call answered without headers instead: the
+/// control), then 32 headerless calls (once, a summed fold of the oldest unread calls took
+/// the late one's bound for all of them). A reading at 52 s of a grant made then: upstream
+/// 100 - 1 - 40 - 1 - 32 - 1 = 25 (the late timeout counted or not: >= 24 genuinely left).
+fn timeouts_then_a_reading(late: bool) -> (u64, usize, u64, usize) {
     let rig = Rig::new(small(100, secs(60)));
     let a = rig.agent("data", Priority::P0);
     rig.call(a, &rig.ok(99, 100, 60)); // the window ends at 60 s
@@ -55,7 +55,7 @@ fn fold_case(late: bool) -> (u64, usize, u64, usize) {
 
 #[test]
 fn g1_old_timeouts_past_their_bound_count_once() {
-    let (est, left, est2, left2) = fold_case(false);
+    let (est, left, est2, left2) = timeouts_then_a_reading(false);
     eprintln!("control: reading 25 -> estimate {est}, {left} grants; new window {left2} grants (est after {est2})");
     assert!(est >= 24 && left >= 1);
     assert!(est2 >= 98 && left2 >= 97);
@@ -63,7 +63,7 @@ fn g1_old_timeouts_past_their_bound_count_once() {
 
 #[test]
 fn g1_a_late_timeout_does_not_make_older_timeouts_count_again() {
-    let (est, left, est2, left2) = fold_case(true);
+    let (est, left, est2, left2) = timeouts_then_a_reading(true);
     eprintln!("late timeout: reading 25 -> estimate {est}, {left} grants; new window {left2} grants (est after {est2})");
     assert!(
         est >= 24 && left >= 1,
